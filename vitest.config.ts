@@ -7,6 +7,9 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['src/**/*.test.ts', 'test/*.test.ts'],
+          sequence: { groupOrder: 0 },
+          // Benchmarks live in one project so `vitest bench` runs each file once.
+          benchmark: { include: ['bench/**/*.bench.ts'] },
         },
       },
       {
@@ -15,13 +18,11 @@ export default defineConfig({
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 120_000,
           hookTimeout: 60_000,
-          // Real `claude` processes: two cores, so keep the parallelism modest.
+          // Real `claude` processes on two cores: keep the parallelism modest, and run after the unit tests.
           maxWorkers: 2,
+          sequence: { groupOrder: 1 },
         },
       },
     ],
-    benchmark: {
-      include: ['bench/**/*.bench.ts'],
-    },
   },
 });

@@ -1,0 +1,91 @@
+import { LocalAgentsError } from '../errors.js';
+import { loadScript, startEmulator, type EmulatorOptions } from '../emulator/emulator.js';
+import { integerFlag, parseCommandArgs, waitForAbort, type CommandRun } from './context.js';
+
+const OPTIONS = {
+  backend: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'n-ctx': { type: 'string' },
+  'n-ctx-train': { type: 'string' },
+  parallel: { type: 'string' },
+  'kv-unified': { type: 'boolean' },
+  metrics: { type: 'boolean' },
+  'api-key': { type: 'string' },
+  'strict-template': { type: 'boolean' },
+  'no-strict-template': { type: 'boolean' },
+  'served-name': { type: 'string', multiple: true },
+  lora: { type: 'string', multiple: true },
+  'no-tool-choice': { type: 'boolean' },
+  'old-context-wording': { type: 'boolean' },
+  script: { type: 'string' },
+  'loading-ms': { type: 'string' },
+  'prefill-ms-per-token': { type: 'string' },
+  'decode-tokens-per-s': { type: 'string' },
+  'ttfb-ms': { type: 'string' },
+} as const;
+
+function numberFlag(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed < 0) {
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      `localagents emulate: --${name} must be a non-negative number (got "${value}")`,
+    );
+  }
+  return parsed;
+}
+
+/** `localagents emulate`: prints the base URL as its first stdout line, serves until SIGINT/SIGTERM. */
+export const runEmulate: CommandRun = async (context) => {
+  const { values } = parseCommandArgs('emulate', context.args, OPTIONS);
+  const backend = values.backend ?? 'llama.cpp';
+  if (backend !== 'llama.cpp' && backend !== 'vllm') {
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      `localagents emulate: --backend must be llama.cpp or vllm (got "${backend}")`,
+    );
+  }
+  const optional = (name: string, value: string | undefined): number | undefined =>
+    value === undefined ? undefined : integerFlag('emulate', name, value, 0);
+  const options: EmulatorOptions = {
+    backend,
+    host: values.host ?? '127.0.0.1',
+    port: integerFlag('emulate', 'port', values.port, 8080),
+    metrics: values.metrics === true,
+    toolChoice: values['no-tool-choice'] !== true,
+    vllmContextWording: values['old-context-wording'] === true ? 'too-large' : 'at-least',
+    latency: {
+      prefillMsPerToken: numberFlag('prefill-ms-per-token', values['prefill-ms-per-token']) ?? 0,
+      decodeTokensPerSecond: numberFlag('decode-tokens-per-s', values['decode-tokens-per-s']) ?? 0,
+      ttfbMs: numberFlag('ttfb-ms', values['ttfb-ms']) ?? 0,
+    },
+  };
+  const nCtx = optional('n-ctx', values['n-ctx']);
+  if (nCtx !== undefined) options.nCtx = nCtx;
+  const nCtxTrain = optional('n-ctx-train', values['n-ctx-train']);
+  if (nCtxTrain !== undefined) options.nCtxTrain = nCtxTrain;
+  const parallel = optional('parallel', values.parallel);
+  if (parallel !== undefined) options.parallel = parallel;
+  if (values['kv-unified']) options.kvUnified = true;
+  if (values['api-key'] !== undefined) options.apiKey = values['api-key'];
+  if (values['no-strict-template']) options.strictTemplate = false;
+  else if (values['strict-template']) options.strictTemplate = true;
+  if (values['served-name']) options.servedNames = values['served-name'];
+  if (values.lora) {
+    options.loras = values.lora.map((entry) => {
+      const [name = entry, base] = entry.split('=');
+      return base ? { name, base } : { name };
+    });
+  }
+  if (values.script !== undefined) options.script = await loadScript(values.script);
+  const loadingMs = optional('loading-ms', values['loading-ms']);
+  if (loadingMs !== undefined) options.loadingMs = loadingMs;
+
+  const emulator = await startEmulator(options);
+  context.stdout.write(`${emulator.url}\n`);
+  await waitForAbort(context.signal);
+  await emulator.close();
+  return 0;
+};

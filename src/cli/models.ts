@@ -1,0 +1,115 @@
+import { createDiagnostics } from '../diagnostics.js';
+import { LocalAgentsError } from '../errors.js';
+import { configPaths } from '../registry/config.js';
+import { createRegistry, type SidecarResult } from '../registry/registry.js';
+import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
+import { modelsJson, renderModels } from './render-models.js';
+
+/** `localagents models`, `models add-endpoint`, `models add-model`; the usage text lives in commands.ts. */
+const COMMON = { config: { type: 'string' }, json: { type: 'boolean' } } as const;
+
+function registryFor(context: CommandContext, configFlag: string | undefined) {
+  const paths = configPaths({
+    cwd: context.cwd,
+    env: context.env,
+    ...(configFlag ? { configFlag } : {}),
+  });
+  return createRegistry({ paths, env: context.env, diagnostics: createDiagnostics() });
+}
+
+function report(context: CommandContext, result: SidecarResult, json: boolean): number {
+  if (json) {
+    context.stdout.write(`${JSON.stringify(result)}\n`);
+  } else if (result.kind === 'written') {
+    context.stdout.write(
+      `${result.replaced ? 'replaced' : 'added'} ${result.section}.${result.name} in ${result.file}\n`,
+    );
+  } else {
+    context.stderr.write(`${result.message}\n`);
+  }
+  return result.kind === 'written' ? 0 : 1;
+}
+
+async function addEndpoint(context: CommandContext, args: string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    'models add-endpoint',
+    args,
+    {
+      ...COMMON,
+      'base-url': { type: 'string' },
+      backend: { type: 'string' },
+      host: { type: 'string' },
+      notes: { type: 'string' },
+      'api-key-env': { type: 'string' },
+    },
+    true,
+  );
+  const [name] = positionals;
+  if (name === undefined || values['base-url'] === undefined) {
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      'localagents models add-endpoint: NAME and --base-url are required',
+      {
+        hint: 'for example: localagents models add-endpoint gpu --base-url http://127.0.0.1:8080 --backend llama.cpp',
+      },
+    );
+  }
+  const result = await registryFor(context, values.config).registerEndpoint({
+    name,
+    base_url: values['base-url'],
+    backend: values.backend,
+    host: values.host,
+    notes: values.notes,
+    api_key_env: values['api-key-env'],
+  });
+  return report(context, result, values.json === true);
+}
+
+async function addModel(context: CommandContext, args: string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    'models add-model',
+    args,
+    {
+      ...COMMON,
+      notes: { type: 'string' },
+      host: { type: 'string' },
+      'served-name': { type: 'string' },
+      endpoint: { type: 'string' },
+      context: { type: 'string' },
+      'bring-up': { type: 'string' },
+    },
+    true,
+  );
+  const [name] = positionals;
+  if (name === undefined) {
+    throw new LocalAgentsError('BAD_ARGUMENT', 'localagents models add-model: NAME is required', {
+      hint: 'for example: localagents models add-model qwen3.8-27b --notes "default coder" --host workstation',
+    });
+  }
+  const window =
+    values.context === undefined
+      ? undefined
+      : integerFlag('models add-model', 'context', values.context, 65536);
+  const result = await registryFor(context, values.config).registerModel({
+    name,
+    notes: values.notes,
+    host: values.host,
+    served_name: values['served-name'],
+    endpoint: values.endpoint,
+    context: window,
+    bring_up: values['bring-up'],
+  });
+  return report(context, result, values.json === true);
+}
+
+export const runModels: CommandRun = async (context) => {
+  const [sub, ...rest] = context.args;
+  if (sub === 'add-endpoint') return addEndpoint(context, rest);
+  if (sub === 'add-model') return addModel(context, rest);
+  const { values } = parseCommandArgs('models', context.args, COMMON);
+  const snapshot = await registryFor(context, values.config).snapshot(context.signal);
+  if (values.json === true)
+    context.stdout.write(`${JSON.stringify(modelsJson(snapshot), null, 2)}\n`);
+  else (snapshot.config.ok ? context.stdout : context.stderr).write(`${renderModels(snapshot)}\n`);
+  return snapshot.config.ok ? 0 : 1;
+};

@@ -1,0 +1,143 @@
+import {
+  COMFORTABLE_CONTEXT_TOKENS,
+  formatConfigIssue,
+  type ConfigIssue,
+} from '../registry/config.js';
+import type { EndpointProbe, RegistrySnapshot } from '../registry/registry.js';
+
+/** `localagents models` output: the --json object and the human table (pure; inline-snapshot tested). */
+
+export interface ModelsJson {
+  config: { files: string[]; warnings: ConfigIssue[]; errors: ConfigIssue[] };
+  endpoints: Record<string, Record<string, unknown>>;
+  models: Record<string, Record<string, unknown>>;
+}
+
+/** Field by field, so nothing unlisted (the API key above all) can reach stdout. */
+function endpointJson(probe: EndpointProbe): Record<string, unknown> {
+  return {
+    base_url: probe.base_url,
+    backend: probe.backend,
+    ...(probe.host !== undefined ? { host: probe.host } : {}),
+    up: probe.up,
+    status: probe.status,
+    ...(probe.error !== undefined ? { error: probe.error } : {}),
+    models: probe.models,
+    context: probe.context,
+    ...(probe.slots
+      ? {
+          slots: {
+            total: probe.slots.total,
+            busy: probe.slots.busy,
+            free: probe.slots.free,
+            source: probe.slots.source,
+          },
+        }
+      : {}),
+    ...(probe.vllm ? { vllm: probe.vllm } : {}),
+    metrics: probe.metrics,
+    ...(probe.kvUnified !== undefined ? { kv_unified: probe.kvUnified } : {}),
+    latency_ms: probe.latency_ms,
+  };
+}
+
+export function modelsJson(snapshot: RegistrySnapshot): ModelsJson {
+  const { config } = snapshot;
+  const files = config.ok ? config.config.files : [];
+  return {
+    config: { files, warnings: config.warnings, errors: config.ok ? [] : config.issues },
+    endpoints: Object.fromEntries(
+      snapshot.endpoints.map((probe) => [probe.name, endpointJson(probe)]),
+    ),
+    models: Object.fromEntries(
+      snapshot.models.map(({ name, ...status }) => [
+        name,
+        { notes: status.notes ?? null, host: status.host ?? null, ...status },
+      ]),
+    ),
+  };
+}
+
+function table(rows: string[][]): string[] {
+  const widths = rows.reduce<number[]>(
+    (acc, row) => row.map((cell, index) => Math.max(acc[index] ?? 0, cell.length)),
+    [],
+  );
+  return rows.map((row) =>
+    `  ${row.map((cell, index) => (index === row.length - 1 ? cell : cell.padEnd(widths[index] ?? 0))).join('  ')}`.trimEnd(),
+  );
+}
+
+function load(probe: EndpointProbe): string {
+  if (probe.slots)
+    return `${probe.slots.source === 'props' ? '?' : probe.slots.busy}/${probe.slots.total} busy`;
+  if (probe.vllm) {
+    const kv =
+      probe.vllm.kvCacheUsage === undefined
+        ? ''
+        : `, kv ${Math.round(probe.vllm.kvCacheUsage * 100)}%`;
+    return `${probe.vllm.running} running, ${probe.vllm.waiting} waiting${kv}`;
+  }
+  return '-';
+}
+
+function endpointRows(probe: EndpointProbe): string[][] {
+  const state = probe.up ? `up ${probe.latency_ms} ms` : `down: ${probe.status}`;
+  const metrics = probe.metrics ? 'yes' : 'no';
+  const ids = probe.models.length > 0 ? probe.models : ['-'];
+  return ids.map((id, index) => {
+    const tokens = probe.context[id];
+    const window =
+      tokens === undefined ? '-' : `${tokens}${tokens < COMFORTABLE_CONTEXT_TOKENS ? '*' : ''}`;
+    return index === 0
+      ? [probe.name, state, probe.backend, id, window, load(probe), metrics]
+      : ['', '', '', id, window, '', ''];
+  });
+}
+
+export function renderModels(snapshot: RegistrySnapshot): string {
+  const lines: string[] = [];
+  const { config } = snapshot;
+  if (!config.ok) {
+    lines.push(
+      'models.yaml is invalid:',
+      ...config.issues.map((issue) => indent(formatConfigIssue(issue))),
+    );
+  } else {
+    lines.push('Endpoints');
+    const rows = [['NAME', 'STATE', 'BACKEND', 'SERVED', 'WINDOW', 'SLOTS', 'METRICS']];
+    for (const probe of snapshot.endpoints) rows.push(...endpointRows(probe));
+    lines.push(...table(rows));
+    for (const probe of snapshot.endpoints.filter((item) => item.error))
+      lines.push(`  ${probe.name}: ${probe.error ?? ''}`);
+    const small = snapshot.endpoints.some((probe) =>
+      Object.values(probe.context).some((tokens) => tokens < COMFORTABLE_CONTEXT_TOKENS),
+    );
+    if (small)
+      lines.push(
+        '  * under 128k tokens: Claude Code will compact early or hit "prompt is too long"',
+      );
+    lines.push('', 'Menu');
+    if (snapshot.models.length === 0)
+      lines.push('  (no models listed under models: in models.yaml)');
+    const menu = snapshot.models.map((entry) => [
+      entry.name,
+      entry.running
+        ? `running on ${entry.endpoint ?? '?'} as ${entry.served_as ?? '?'}`
+        : `not running${entry.host ? ` (host ${entry.host})` : ''}`,
+      entry.notes ?? '',
+    ]);
+    lines.push(...table(menu));
+    lines.push('', `Config: ${config.config.files.join(', ')}`);
+  }
+  for (const warning of config.warnings)
+    lines.push(indent(`warning: ${formatConfigIssue(warning)}`));
+  return lines.join('\n');
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => `  ${line}`)
+    .join('\n');
+}

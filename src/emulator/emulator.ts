@@ -1,0 +1,215 @@
+/**
+ * The backend emulator: a real `node:http` server that behaves like llama-server b10108 or vLLM
+ * (fixtures/llama.cpp, reference/backends.md), with a scripted model, KV/slot accounting, latency
+ * knobs and faults on demand. Used in-process by tests (`startEmulator`) and by `localagents emulate`.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { LocalAgentsError } from '../errors.js';
+import { createFaultQueue, FaultRequestSchema, type Fault } from './faults.js';
+import { readBody, sendJson } from './http.js';
+import { llamaIdentity } from './llamacpp-bodies.js';
+import { handleLlamaRequest } from './llamacpp-routes.js';
+import { createStats } from './metrics.js';
+import { DEFAULT_SCRIPT, type ScriptTurn } from './script.js';
+import { computeSlotWindow, createSlotPool } from './slots.js';
+import { createRequestLog, parseJsonOrUndefined } from './request-log.js';
+import type { EmulatorState, RecordedRequest } from './state.js';
+import { handleVllmRequest } from './vllm-routes.js';
+
+export type { Fault } from './faults.js';
+export type { ScriptTurn } from './script.js';
+export { loadScript } from './script.js';
+export type { RecordedRequest } from './state.js';
+
+export interface EmulatorOptions {
+  backend?: 'llama.cpp' | 'vllm';
+  host?: string;
+  port?: number;
+  /** llama: total -c (default 32768); vllm: max_model_len (default 32768). */
+  nCtx?: number;
+  /** Caps the per-slot window like llama.cpp (default 32768). */
+  nCtxTrain?: number;
+  /** llama --parallel; undefined = auto (4 slots, unified KV); vllm: ignored. */
+  parallel?: number;
+  kvUnified?: boolean;
+  /** llama: /metrics answers 501 unless true; vllm: always on. */
+  metrics?: boolean;
+  apiKey?: string;
+  /** Default true for llama.cpp, false for vllm. */
+  strictTemplate?: boolean;
+  /** llama: --alias (id = smallest); vllm: served names (default ['qwen3-coder']). */
+  servedNames?: string[];
+  loras?: { name: string; base?: string }[];
+  /** vllm: default true; false → 400 on requests with tools. */
+  toolChoice?: boolean;
+  /** vllm: wording of the prompt + max_tokens > max_model_len 400 (default 'at-least'). */
+  vllmContextWording?: 'at-least' | 'too-large';
+  script?: ScriptTurn[];
+  /** The reply to requests without tools (default: a short text). */
+  plainReply?: ScriptTurn;
+  /** Start in the loading state for N ms (llama 503; vllm refuses connections). */
+  loadingMs?: number;
+  latency?: { prefillMsPerToken?: number; decodeTokensPerSecond?: number; ttfbMs?: number };
+}
+
+export interface Emulator {
+  url: string;
+  requests: RecordedRequest[];
+  waitForRequest(
+    predicate: (r: RecordedRequest) => boolean,
+    timeoutMs?: number,
+  ): Promise<RecordedRequest>;
+  /** Replaces the pending faults (same as POST /_emulator/faults); they apply to the next /v1/messages requests in order. */
+  injectFaults(faults: Fault[]): void;
+  setLoading(loading: boolean): void;
+  close(): Promise<void>;
+}
+
+function resolveState(options: EmulatorOptions): EmulatorState {
+  const backend = options.backend ?? 'llama.cpp';
+  const nCtx = options.nCtx ?? 32768;
+  const nCtxTrain = options.nCtxTrain ?? 32768;
+  const window =
+    backend === 'llama.cpp'
+      ? computeSlotWindow({
+          nCtx,
+          nCtxTrain,
+          parallel: options.parallel,
+          kvUnified: options.kvUnified,
+        })
+      : { slots: 256, unified: false, nCtxSlot: nCtx, totalCells: nCtx * 256 };
+  const servedNames = backend === 'vllm' ? (options.servedNames ?? ['qwen3-coder']) : [];
+  return {
+    backend,
+    window: window.nCtxSlot,
+    metrics: backend === 'vllm' || options.metrics === true,
+    apiKey: options.apiKey,
+    strictTemplate: options.strictTemplate ?? backend === 'llama.cpp',
+    identity: llamaIdentity(backend === 'llama.cpp' ? options.servedNames : undefined, nCtxTrain),
+    servedNames,
+    loras: options.loras ?? [],
+    toolChoice: options.toolChoice ?? true,
+    vllmContextWording: options.vllmContextWording ?? 'at-least',
+    latency: {
+      prefillMsPerToken: options.latency?.prefillMsPerToken ?? 0,
+      decodeTokensPerSecond: options.latency?.decodeTokensPerSecond ?? 0,
+      ttfbMs: options.latency?.ttfbMs ?? 0,
+    },
+    script: options.script ?? DEFAULT_SCRIPT,
+    plainReply: options.plainReply,
+    pool: createSlotPool(window),
+    faults: createFaultQueue(),
+    stats: createStats(),
+    loading: (options.loadingMs ?? 0) > 0,
+  };
+}
+
+export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
+  const state = resolveState(options);
+  const host = options.host ?? '127.0.0.1';
+  const log = createRequestLog();
+  const sockets = new Set<Socket>();
+  let closed = false;
+  let loadingTimer: NodeJS.Timeout | undefined;
+
+  const handleAdmin = (path: string, raw: string, res: ServerResponse): void => {
+    if (path === '/_emulator/faults') {
+      const parsed = FaultRequestSchema.safeParse(parseJsonOrUndefined(raw));
+      if (!parsed.success) return sendJson(res, 'vllm', 400, { error: parsed.error.message });
+      state.faults.set(parsed.data.faults);
+      return sendJson(res, 'vllm', 200, { queued: state.faults.pending() });
+    }
+    if (path === '/_emulator/loading') {
+      const loading = parseJsonOrUndefined(raw);
+      setLoading(
+        typeof loading === 'object' &&
+          loading !== null &&
+          'loading' in loading &&
+          loading.loading === true,
+      );
+      return sendJson(res, 'vllm', 200, { loading: state.loading });
+    }
+    sendJson(res, 'vllm', 404, { error: 'unknown emulator admin route' });
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const raw = await readBody(req);
+    const path = new URL(req.url ?? '/', 'http://emulator').pathname;
+    if (path.startsWith('/_emulator/')) return handleAdmin(path, raw, res);
+    const record = log.record(req, raw);
+    const controller = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) controller.abort();
+      record.status = res.statusCode;
+      log.changed();
+    });
+    const route = state.backend === 'llama.cpp' ? handleLlamaRequest : handleVllmRequest;
+    await route(state, req, res, raw, record, controller.signal);
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      const message = error instanceof Error ? error.message : String(error);
+      if (!res.headersSent)
+        sendJson(res, state.backend, 500, { error: { code: 500, message, type: 'server_error' } });
+      else res.destroy();
+    });
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+
+  const listen = (port: number): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const onError = (error: Error): void =>
+        reject(
+          new LocalAgentsError(
+            'LISTEN_FAILED',
+            `emulator cannot listen on ${host}:${port}: ${error.message}`,
+            { cause: error },
+          ),
+        );
+      server.once('error', onError);
+      server.listen(port, host, () => {
+        server.off('error', onError);
+        const address = server.address();
+        resolve(typeof address === 'object' && address !== null ? address.port : port);
+      });
+    });
+
+  const port = await listen(options.port ?? 0);
+  // vLLM binds but does not listen until the model is loaded: connections are refused meanwhile.
+  const refuseWhileLoading = (): void => {
+    if (state.backend === 'vllm' && server.listening) server.close();
+  };
+  const setLoading = (loading: boolean): void => {
+    if (closed) return;
+    clearTimeout(loadingTimer);
+    state.loading = loading;
+    if (loading) refuseWhileLoading();
+    else if (state.backend === 'vllm' && !server.listening)
+      void listen(port).catch(() => undefined);
+  };
+  if (state.loading) {
+    refuseWhileLoading();
+    loadingTimer = setTimeout(() => setLoading(false), options.loadingMs);
+  }
+
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    requests: log.requests,
+    waitForRequest: (predicate, timeoutMs) => log.waitFor(predicate, timeoutMs),
+    injectFaults: (faults) => state.faults.set(faults),
+    setLoading,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      clearTimeout(loadingTimer);
+      for (const socket of sockets) socket.destroy();
+      if (!server.listening) return;
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,138 @@
+/**
+ * Error bodies exactly as the captured servers send them. llama-server: `{"error":{code,message,type}}`
+ * (HTTP-layer errors order the keys message, type, code); vLLM: Anthropic-shaped handler errors with
+ * vLLM's class-style types, `{"error":"Unauthorized"}` from its auth middleware.
+ */
+import type { TemplateFailure } from './render.js';
+
+export interface LlamaError {
+  code: number;
+  message: string;
+  type: string;
+  [extra: string]: unknown;
+}
+
+export function llamaError(code: number, message: string, type: string): { error: LlamaError } {
+  return { error: { code, message, type } };
+}
+
+/** The HTTP layer's key order (401, 404, 503 loading), see fixtures A46, F07, Z01. */
+export function llamaHttpLayerError(
+  code: number,
+  message: string,
+  type: string,
+): { error: { message: string; type: string; code: number } } {
+  return { error: { message, type, code } };
+}
+
+export const LLAMA_LOADING = llamaHttpLayerError(503, 'Loading model', 'unavailable_error');
+export const LLAMA_NOT_FOUND = llamaHttpLayerError(404, 'File Not Found', 'not_found_error');
+export const LLAMA_BAD_KEY = llamaHttpLayerError(401, 'Invalid API Key', 'authentication_error');
+export const LLAMA_METRICS_OFF = llamaError(
+  501,
+  'This server does not support metrics endpoint. Start it with `--metrics`',
+  'not_supported_error',
+);
+export const LLAMA_NO_SLOT = llamaError(503, 'no slot available', 'unavailable_error');
+export const LLAMA_KV_EXHAUSTED = llamaError(
+  500,
+  'Context size has been exceeded.',
+  'server_error',
+);
+export const LLAMA_MESSAGES_REQUIRED = llamaError(500, "'messages' is required", 'server_error');
+
+const PARSER_PREFIX =
+  'Unable to generate parser for this template. Automatic parser generation failed: \n------------\n';
+
+// The jinja excerpts are the captured ones (A22, A43); the other two follow the same layout.
+const TEMPLATE_MESSAGES: Record<TemplateFailure['kind'], string> = {
+  'mid-system':
+    "While executing CallExpression at line 85, column 32 in source:\n...first %}↵            {{- raise_exception('System message must be at the beginnin...\n                                           ^\nError: Jinja Exception: System message must be at the beginning.",
+  'no-messages':
+    "While executing CallExpression at line 43, column 24 in source:\n... not messages %}↵    {{- raise_exception('No messages provided.') }}↵{%- endif %...\n                                           ^\nError: Jinja Exception: No messages provided.",
+  'no-user-query':
+    "While executing CallExpression at line 80, column 24 in source:\n...ol_step %}↵    {{- raise_exception('No user query found in messages.') }}↵{%- en...\n                                           ^\nError: Jinja Exception: No user query found in messages.",
+  'bad-role':
+    "While executing CallExpression at line 147, column 20 in source:\n...  {%- else %}↵        {{- raise_exception('Unexpected message role.') }}↵    {%- en...\n                                           ^\nError: Jinja Exception: Unexpected message role.",
+};
+
+export function llamaTemplateError(failure: TemplateFailure): { error: LlamaError } {
+  return llamaError(400, PARSER_PREFIX + TEMPLATE_MESSAGES[failure.kind], 'invalid_request_error');
+}
+
+/** `exceed_context_size_error` with the prompt size and the per-slot window (A34). */
+export function llamaContextError(promptTokens: number, nCtx: number): { error: LlamaError } {
+  return {
+    error: {
+      code: 400,
+      message: `request (${promptTokens} tokens) exceeds the available context size (${nCtx} tokens), try increasing it`,
+      type: 'exceed_context_size_error',
+      n_prompt_tokens: promptTokens,
+      n_ctx: nCtx,
+    },
+  };
+}
+
+/** nlohmann's message for a body that is not JSON (A40), as near as JSON.parse lets us tell. */
+export function llamaParseError(raw: string): { error: LlamaError } {
+  const column = raw.length + 1;
+  const message =
+    raw.trim() === ''
+      ? `[json.exception.parse_error.101] parse error at line 1, column 1: attempting to parse an empty input; check that your input string or stream contains the expected JSON`
+      : `[json.exception.parse_error.101] parse error at line 1, column ${column}: syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal`;
+  return llamaError(500, message, 'server_error');
+}
+
+/** A llama error body for an arbitrary status (faults), typed like llama.cpp's table. */
+export function llamaErrorForStatus(status: number, message?: string): object {
+  const types: Record<number, string> = {
+    400: 'invalid_request_error',
+    401: 'authentication_error',
+    403: 'permission_error',
+    404: 'not_found_error',
+    501: 'not_supported_error',
+    503: 'unavailable_error',
+  };
+  if (status === 503 && message === undefined) return LLAMA_LOADING;
+  return llamaError(status, message ?? 'Internal Server Error', types[status] ?? 'server_error');
+}
+
+export interface VllmError {
+  type: 'error';
+  error: { type: string; message: string };
+}
+
+export function vllmError(type: string, message: string): VllmError {
+  return { type: 'error', error: { type, message } };
+}
+
+export const VLLM_UNAUTHORIZED = { error: 'Unauthorized' };
+export const VLLM_TOOL_CHOICE = vllmError(
+  'BadRequestError',
+  '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+);
+
+export function vllmUnknownModel(name: string): VllmError {
+  return vllmError('NotFoundError', `The model \`${name}\` does not exist.`);
+}
+
+/** The two recorded wordings of vLLM's prompt + max_tokens > max_model_len check (backends.md §1.6). */
+export function vllmContextMessage(
+  wording: 'at-least' | 'too-large',
+  maxModelLen: number,
+  promptTokens: number,
+  maxTokens: number,
+): string {
+  if (wording === 'too-large') {
+    return `'max_tokens' or 'max_completion_tokens' is too large: ${maxTokens}. This model's maximum context length is ${maxModelLen} tokens and your request has ${promptTokens} input tokens (${maxTokens} > ${maxModelLen} - ${promptTokens}).`;
+  }
+  const atLeast = Math.max(maxModelLen - maxTokens + 1, 1);
+  return `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${maxTokens} output tokens and your prompt contains at least ${atLeast} input tokens, for a total of at least ${atLeast + maxTokens} tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=${atLeast})`;
+}
+
+/** vLLM's request-validation handler answers in the OpenAI shape, even on /v1/messages. */
+export function vllmValidationError(message: string): {
+  error: { message: string; type: string; param: null; code: number };
+} {
+  return { error: { message, type: 'Bad Request', param: null, code: 400 } };
+}

@@ -1,0 +1,72 @@
+/** Response writing with each server's headers (fixtures: `Server: llama.cpp`, empty CORS header; vLLM: uvicorn). */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Dialect } from './message-format.js';
+
+export function llamaHeaders(status: number): Record<string, string> {
+  return {
+    ...(status < 400 ? { 'Keep-Alive': 'timeout=5, max=100' } : { Connection: 'close' }),
+    Server: 'llama.cpp',
+    'Access-Control-Allow-Origin': '',
+  };
+}
+
+function baseHeaders(dialect: Dialect, status: number): Record<string, string> {
+  return dialect === 'llama.cpp' ? llamaHeaders(status) : { server: 'uvicorn' };
+}
+
+export function sendJson(
+  res: ServerResponse,
+  dialect: Dialect,
+  status: number,
+  body: unknown,
+): void {
+  if (res.headersSent || res.destroyed) return;
+  // A string is JSON text already (fault bodies given verbatim).
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  const type = dialect === 'llama.cpp' ? 'application/json; charset=utf-8' : 'application/json';
+  res.writeHead(status, {
+    ...baseHeaders(dialect, status),
+    'Content-Type': type,
+    'Content-Length': String(Buffer.byteLength(text)),
+  });
+  res.end(text);
+}
+
+export function sendText(
+  res: ServerResponse,
+  dialect: Dialect,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(status, {
+    ...baseHeaders(dialect, status),
+    ...headers,
+    'Content-Length': String(Buffer.byteLength(text)),
+  });
+  res.end(text);
+}
+
+export function startSse(res: ServerResponse, dialect: Dialect): void {
+  const type = dialect === 'llama.cpp' ? 'text/event-stream' : 'text/event-stream; charset=utf-8';
+  const extra = dialect === 'llama.cpp' ? { 'X-Accel-Buffering': 'no' } : {};
+  res.writeHead(200, { ...baseHeaders(dialect, 200), ...extra, 'Content-Type': type });
+  res.flushHeaders();
+}
+
+/** The whole body as text; requests are small enough (≤ a few MB) to hold. */
+export async function readBody(req: IncomingMessage): Promise<string> {
+  req.setEncoding('utf8');
+  let text = '';
+  for await (const chunk of req as AsyncIterable<string>) text += chunk;
+  return text;
+}
+
+export function headerRecord(req: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [key, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return headers;
+}

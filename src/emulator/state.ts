@@ -1,0 +1,47 @@
+/** The emulator's resolved configuration and mutable state, shared by both personalities' routes. */
+import type { FaultQueue } from './faults.js';
+import type { LlamaIdentity } from './llamacpp-bodies.js';
+import type { ServerStats } from './metrics.js';
+import type { ScriptTurn } from './script.js';
+import type { SlotPool } from './slots.js';
+
+export interface Latency {
+  prefillMsPerToken: number;
+  decodeTokensPerSecond: number;
+  ttfbMs: number;
+}
+
+export interface RecordedRequest {
+  id: number;
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: unknown;
+  rawBody: string;
+  status: number;
+  receivedAt: number;
+  promptTokens?: number;
+  cachedTokens?: number;
+  stream?: boolean;
+}
+
+export interface EmulatorState {
+  backend: 'llama.cpp' | 'vllm';
+  /** llama: per-slot window; vLLM: max_model_len. */
+  window: number;
+  metrics: boolean;
+  apiKey: string | undefined;
+  strictTemplate: boolean;
+  identity: LlamaIdentity;
+  servedNames: string[];
+  loras: { name: string; base?: string }[];
+  toolChoice: boolean;
+  vllmContextWording: 'at-least' | 'too-large';
+  latency: Latency;
+  script: readonly ScriptTurn[];
+  plainReply: ScriptTurn | undefined;
+  pool: SlotPool;
+  faults: FaultQueue;
+  stats: ServerStats;
+  loading: boolean;
+}

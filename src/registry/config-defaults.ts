@@ -1,0 +1,29 @@
+import type { Defaults } from './config-types.js';
+
+/** Appended to Claude Code's own system prompt in every delegated session. */
+export const DEFAULT_SYSTEM_PROMPT_APPEND = `You are a delegate: another Claude Code session handed you one well-defined task and will review your work.
+- Do only this task. Do not widen its scope, refactor unrelated code, or start other agents.
+- Work in the current directory. Prefer small, reviewable edits that follow the code's existing style.
+- Verify what you did: run the relevant tests, type-checker, linter or the program itself, and fix what fails.
+- If something blocks you, stop and say what and why instead of guessing.
+- Finish with a short report: what you changed (files), how you verified it (commands and results), and what is left or uncertain.`;
+
+/** Built-in values; every layer of models.yaml may override them key by key. */
+export function builtinDefaults(): Defaults {
+  return {
+    permission_mode: 'acceptEdits',
+    allowed_tools: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'Bash'],
+    // A delegate never spawns delegates of its own.
+    disallowed_tools: ['Agent', 'Task'],
+    setting_sources: ['project', 'local'],
+    max_turns: 60,
+    timeout_s: 1800,
+    probe_timeout_s: 2.5,
+    system_prompt_append: DEFAULT_SYSTEM_PROMPT_APPEND,
+    dump_requests: false,
+    keepalive_s: 15,
+  };
+}
+
+/** Below this many tokens, Claude Code's fixed prompt plus compaction thrash (about 128k). */
+export const COMFORTABLE_CONTEXT_TOKENS = 128_000;

@@ -1,0 +1,114 @@
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { describeIssue, formatPath, suggestKey } from './config-messages.js';
+import { KNOWN_KEYS, LayerSchema, type Layer } from './config-schema.js';
+import type { ConfigIssue } from './config-types.js';
+
+/** One file, read → YAML → zod. `lineOf` finds where a dotted path sits, for later rules. */
+export interface ParsedLayer {
+  file: string;
+  layer?: Layer;
+  errors: ConfigIssue[];
+  warnings: ConfigIssue[];
+  lineOf: (path: readonly PropertyKey[]) => number | undefined;
+}
+
+/** The node at `path`, or the key of the deepest entry that exists (a missing key points at its parent). */
+function locate(
+  doc: Document,
+  counter: LineCounter,
+  path: readonly PropertyKey[],
+): number | undefined {
+  let node: unknown = doc.contents;
+  let offset: number | undefined = doc.contents?.range?.[0];
+  for (const segment of path) {
+    if (isMap(node)) {
+      const pair = node.items.find(
+        (item) => isScalar(item.key) && String(item.key.value) === String(segment),
+      );
+      if (!pair) break;
+      offset = (pair.key as Node).range?.[0] ?? offset;
+      // A scalar value's own line is where the user will look; collections start on the key's line.
+      if (isScalar(pair.value) && pair.value.range) offset = pair.value.range[0];
+      node = pair.value;
+    } else if (isSeq(node) && typeof segment === 'number') {
+      const item = node.items[segment] as Node | undefined;
+      if (!item) break;
+      offset = item.range?.[0] ?? offset;
+      node = item;
+    } else {
+      break;
+    }
+  }
+  return offset === undefined ? undefined : counter.linePos(offset).line;
+}
+
+function unknownKeyWarnings(
+  file: string,
+  value: unknown,
+  lineOf: ParsedLayer['lineOf'],
+): ConfigIssue[] {
+  const warnings: ConfigIssue[] = [];
+  const check = (object: unknown, known: readonly string[], at: PropertyKey[]): void => {
+    if (object === null || typeof object !== 'object' || Array.isArray(object)) return;
+    for (const key of Object.keys(object)) {
+      if (known.includes(key)) continue;
+      const path = [...at, key];
+      const suggestion = suggestKey(key, known);
+      warnings.push({
+        file,
+        line: lineOf(path),
+        path: formatPath(path),
+        message: 'unknown key, ignored',
+        fix: suggestion ? `did you mean ${suggestion}?` : `known keys here: ${known.join(', ')}`,
+      });
+    }
+  };
+  check(value, KNOWN_KEYS.top, []);
+  if (value === null || typeof value !== 'object') return warnings;
+  const root = value as Record<string, unknown>;
+  check(root.defaults, KNOWN_KEYS.defaults, ['defaults']);
+  for (const [section, known] of [
+    ['endpoints', KNOWN_KEYS.endpoint],
+    ['models', KNOWN_KEYS.model],
+  ] as const) {
+    const entries = root[section];
+    if (entries === null || typeof entries !== 'object') continue;
+    for (const [name, entry] of Object.entries(entries)) check(entry, known, [section, name]);
+  }
+  return warnings;
+}
+
+export function parseLayer(text: string, file: string): ParsedLayer {
+  const counter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
+  const lineOf = (path: readonly PropertyKey[]): number | undefined => locate(doc, counter, path);
+  const yamlIssue = (error: { message: string; pos: [number, number] }): ConfigIssue => ({
+    file,
+    line: counter.linePos(error.pos[0]).line,
+    path: '',
+    message: `not valid YAML: ${error.message.split('\n')[0] ?? error.message}`,
+    fix: 'check the indentation and quoting on that line',
+  });
+  if (doc.errors.length > 0) {
+    return { file, errors: doc.errors.map(yamlIssue), warnings: [], lineOf };
+  }
+  const value: unknown = doc.toJS() ?? {};
+  const parsed = LayerSchema.safeParse(value, { reportInput: true });
+  const warnings = unknownKeyWarnings(file, value, lineOf);
+  if (!parsed.success) {
+    const errors = parsed.error.issues.map((issue) => {
+      const path = issue.path;
+      return {
+        file,
+        line: lineOf(path),
+        path: formatPath(path),
+        ...describeIssue(issue),
+      };
+    });
+    return { file, errors: byLine(errors), warnings: byLine(warnings), lineOf };
+  }
+  return { file, layer: parsed.data, errors: [], warnings: byLine(warnings), lineOf };
+}
+
+const byLine = (issues: ConfigIssue[]): ConfigIssue[] =>
+  issues.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+
+/**
+ * The schema of ONE models.yaml layer: every key optional, because layers merge key by key.
+ * Messages are not written here: config-messages.ts turns each issue into "expected …" text
+ * by the field's path, so the same wording serves parse errors and register_* input errors.
+ */
+
+const httpUrl = z.string().refine((value) => {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+});
+
+const text = z.string();
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/);
+// YAML reads `PORT: 8080` as a number; an environment value is always a string.
+const envValue = z.union([z.string(), z.number(), z.boolean()]).transform((value) => String(value));
+
+export const permissionModes = [
+  'default',
+  'acceptEdits',
+  'bypassPermissions',
+  'plan',
+  'dontAsk',
+] as const;
+export const backendKinds = ['llama.cpp', 'vllm', 'other'] as const;
+export const settingSources = ['user', 'project', 'local'] as const;
+
+export const DefaultsLayerSchema = z.object({
+  model: text.min(1).optional(),
+  permission_mode: z.enum(permissionModes).optional(),
+  allowed_tools: z.array(text.min(1)).optional(),
+  disallowed_tools: z.array(text.min(1)).optional(),
+  setting_sources: z.array(z.enum(settingSources)).optional(),
+  max_turns: z.number().int().min(1).optional(),
+  timeout_s: z.number().positive().optional(),
+  probe_timeout_s: z.number().min(0.05).max(60).optional(),
+  system_prompt_append: text.optional(),
+  dump_requests: z.boolean().optional(),
+  keepalive_s: z.number().min(0).optional(),
+});
+
+export const EndpointSchema = z.object({
+  base_url: httpUrl,
+  backend: z.enum(backendKinds).optional(),
+  host: text.optional(),
+  notes: text.optional(),
+  api_key_env: envName.optional(),
+  env: z.record(envName, envValue).optional(),
+});
+
+export const ModelSchema = z.object({
+  notes: text.optional(),
+  host: text.optional(),
+  served_name: text.min(1).optional(),
+  endpoint: text.min(1).optional(),
+  context: z.number().int().min(256).optional(),
+  bring_up: text.optional(),
+});
+
+// `qwen3:` (null) and `qwen3: "notes"` are both friendly ways to list a menu entry.
+const modelEntry = z.preprocess(
+  (value) => (value === null ? {} : typeof value === 'string' ? { notes: value } : value),
+  ModelSchema,
+);
+
+const entryName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/);
+
+export const LayerSchema = z.object({
+  defaults: z.preprocess((value) => value ?? {}, DefaultsLayerSchema).optional(),
+  endpoints: z.preprocess((value) => value ?? {}, z.record(entryName, EndpointSchema)).optional(),
+  models: z.preprocess((value) => value ?? {}, z.record(entryName, modelEntry)).optional(),
+});
+
+export type Layer = z.output<typeof LayerSchema>;
+export type EndpointLayer = z.output<typeof EndpointSchema>;
+export type ModelLayer = z.output<typeof ModelSchema>;
+
+/** Known keys per level, for "unknown key" warnings (zod's default strips them silently). */
+export const KNOWN_KEYS = {
+  top: Object.keys(LayerSchema.shape),
+  defaults: Object.keys(DefaultsLayerSchema.shape),
+  endpoint: Object.keys(EndpointSchema.shape),
+  model: Object.keys(ModelSchema.shape),
+} as const;

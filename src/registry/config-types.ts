@@ -1,0 +1,68 @@
+/** The shapes the rest of the app reads; config.ts re-exports them. */
+
+export type PermissionMode = 'default' | 'acceptEdits' | 'bypassPermissions' | 'plan' | 'dontAsk';
+export type SettingSource = 'user' | 'project' | 'local';
+export type BackendKind = 'llama.cpp' | 'vllm' | 'other';
+
+export interface Defaults {
+  model?: string;
+  permission_mode: PermissionMode;
+  allowed_tools: string[];
+  disallowed_tools: string[];
+  setting_sources: SettingSource[];
+  max_turns: number;
+  timeout_s: number;
+  probe_timeout_s: number;
+  system_prompt_append: string;
+  dump_requests: boolean;
+  keepalive_s: number;
+}
+
+export interface EndpointConfig {
+  name: string;
+  base_url: string;
+  backend: BackendKind;
+  host?: string;
+  notes?: string;
+  api_key_env?: string;
+  env: Record<string, string>;
+}
+
+export interface ModelEntry {
+  name: string;
+  notes?: string;
+  host?: string;
+  served_name?: string;
+  endpoint?: string;
+  context?: number;
+  bring_up?: string;
+}
+
+export interface RegistryConfig {
+  defaults: Defaults;
+  /** In config order: the user file's first, then entries new in later layers. */
+  endpoints: EndpointConfig[];
+  models: ModelEntry[];
+  /** The layers that existed, lowest first. */
+  files: string[];
+}
+
+/** Rendered as `models.yaml:14 endpoints.gpu.base_url: expected an http(s) URL …` (see formatConfigIssue). */
+export interface ConfigIssue {
+  file: string;
+  line?: number;
+  path: string;
+  message: string;
+  fix?: string;
+}
+
+export type ConfigResult =
+  | { ok: true; config: RegistryConfig; warnings: ConfigIssue[] }
+  | { ok: false; issues: ConfigIssue[]; warnings: ConfigIssue[] };
+
+/** `sidecar` is models.local.yaml beside the user file; only register_* writes it. */
+export interface ConfigPaths {
+  user: string;
+  project?: string;
+  sidecar: string;
+}

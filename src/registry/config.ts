@@ -1,0 +1,110 @@
+import { readFile, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { resolveUserConfigPath } from '../paths.js';
+import { parseLayer, type ParsedLayer } from './config-parse.js';
+import { mergeLayers } from './config-rules.js';
+import type { ConfigIssue, ConfigPaths, ConfigResult } from './config-types.js';
+
+export type {
+  BackendKind,
+  ConfigIssue,
+  ConfigPaths,
+  ConfigResult,
+  Defaults,
+  EndpointConfig,
+  ModelEntry,
+  PermissionMode,
+  RegistryConfig,
+  SettingSource,
+} from './config-types.js';
+export { formatConfigIssue } from './config-messages.js';
+export { builtinDefaults, COMFORTABLE_CONTEXT_TOKENS } from './config-defaults.js';
+
+/** models.example.yaml ships at the package root: ../../ from both src/registry and dist/registry. */
+export const EXAMPLE_CONFIG_PATH = fileURLToPath(
+  new URL('../../models.example.yaml', import.meta.url),
+);
+
+export function configPaths(options: {
+  configFlag?: string;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+}): ConfigPaths {
+  const user = resolve(options.cwd, resolveUserConfigPath(options.configFlag, options.env));
+  const project = join(options.cwd, 'models.yaml');
+  const sidecar = join(dirname(user), 'models.local.yaml');
+  return project === user || project === sidecar ? { user, sidecar } : { user, project, sidecar };
+}
+
+interface CacheEntry {
+  mtimeMs: number;
+  size: number;
+  parsed: ParsedLayer;
+}
+
+/** Parsed layers keyed by path; an entry is reused only while the file's mtime and size are unchanged. */
+export type ConfigCache = Map<string, CacheEntry>;
+
+export function createConfigCache(): ConfigCache {
+  return new Map();
+}
+
+async function readLayer(file: string, cache: ConfigCache): Promise<ParsedLayer | undefined> {
+  let info;
+  try {
+    info = await stat(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      cache.delete(file);
+      return undefined;
+    }
+    return unreadable(file, error);
+  }
+  const cached = cache.get(file);
+  if (cached && cached.mtimeMs === info.mtimeMs && cached.size === info.size) return cached.parsed;
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    return unreadable(file, error);
+  }
+  const parsed = parseLayer(text, file);
+  cache.set(file, { mtimeMs: info.mtimeMs, size: info.size, parsed });
+  return parsed;
+}
+
+function unreadable(file: string, error: unknown): ParsedLayer {
+  const code = (error as NodeJS.ErrnoException).code ?? 'error';
+  const issue: ConfigIssue = {
+    file,
+    path: '',
+    message: `cannot read the file (${code})`,
+    fix: 'check that it is a readable file, not a directory',
+  };
+  return { file, errors: [issue], warnings: [], lineOf: () => undefined };
+}
+
+/**
+ * Reads the user file, the project file and the sidecar (lowest first) and merges them.
+ * Pass the same `cache` on every call (the registry does) to skip re-parsing unchanged files;
+ * without one every call parses every file. Never throws for bad or missing files.
+ */
+export async function loadRegistryConfig(
+  paths: ConfigPaths,
+  cache: ConfigCache = createConfigCache(),
+): Promise<ConfigResult> {
+  const files = [paths.user, paths.project, paths.sidecar].filter(
+    (file, index, all): file is string => file !== undefined && all.indexOf(file) === index,
+  );
+  const layers = (await Promise.all(files.map((file) => readLayer(file, cache)))).filter(
+    (layer): layer is ParsedLayer => layer !== undefined,
+  );
+  const parseErrors = layers.flatMap((layer) => layer.errors);
+  const parseWarnings = layers.flatMap((layer) => layer.warnings);
+  if (parseErrors.length > 0) return { ok: false, issues: parseErrors, warnings: parseWarnings };
+  const merged = mergeLayers(layers, EXAMPLE_CONFIG_PATH, paths.user);
+  const warnings = [...parseWarnings, ...merged.warnings];
+  if (merged.errors.length > 0) return { ok: false, issues: merged.errors, warnings };
+  return { ok: true, config: merged.config, warnings };
+}

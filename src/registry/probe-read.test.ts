@@ -1,0 +1,221 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import type { HttpAnswer } from './probe-http.js';
+import { classifyFailure } from './probe-http.js';
+import {
+  contextWindows,
+  detectBackend,
+  isLoading,
+  looksUnified,
+  readModels,
+  readProps,
+  readSlots,
+  slotReport,
+} from './probe-read.js';
+import { parsePrometheusText } from './prometheus.js';
+
+const FIXTURES = new URL('../../../shared/fixtures/llama.cpp/', import.meta.url);
+
+/** A recorded llama-server answer as the prober would have received it. */
+function captured(file: string): HttpAnswer {
+  const { response } = JSON.parse(readFileSync(new URL(file, FIXTURES), 'utf8')) as {
+    response: { status: number; headers: [string, string][]; body?: unknown; body_raw?: string };
+  };
+  return {
+    ok: true,
+    status: response.status,
+    headers: new Headers(response.headers),
+    body: response.body_raw ?? JSON.stringify(response.body),
+    ms: 1,
+  };
+}
+
+const answer = (status: number, body: unknown): HttpAnswer => ({
+  ok: true,
+  status,
+  headers: new Headers(),
+  body: JSON.stringify(body),
+  ms: 1,
+});
+
+// backends.md §1.2: one card per served name plus a LoRA card with max_model_len null.
+const VLLM_MODELS = {
+  object: 'list',
+  data: [
+    {
+      id: 'my-model',
+      object: 'model',
+      owned_by: 'vllm',
+      root: 'Qwen/Qwen3-Coder-30B-A3B-Instruct',
+      parent: null,
+      max_model_len: 65536,
+    },
+    {
+      id: 'alias',
+      object: 'model',
+      owned_by: 'vllm',
+      root: 'Qwen/Qwen3-Coder-30B-A3B-Instruct',
+      parent: null,
+      max_model_len: 65536,
+    },
+    {
+      id: 'sql-lora',
+      object: 'model',
+      owned_by: 'vllm',
+      root: '/adapters/sql',
+      parent: 'my-model',
+      max_model_len: null,
+    },
+  ],
+};
+
+describe('probe readers on recorded llama-server answers', () => {
+  it.each([
+    ['A', 8192, 2, undefined],
+    ['C', 16384, 4, true],
+    ['D', 16384, 2, undefined],
+    ['E', 16384, 2, undefined],
+    ['G', 32768, 1, undefined],
+    ['J', 5632, 3, undefined],
+  ])('server %s: window %i, %i slots, unified %s', (prefix, window, slots, unified) => {
+    const files = readdirPrefix(prefix);
+    const models = readModels(captured(files.models));
+    const props = readProps(captured(files.props));
+    const slotList = readSlots(captured(files.slots));
+    if (!models) throw new Error('no models');
+    const windows = contextWindows(models, props, slotList);
+    expect(windows).toEqual({ '/models/tiny-qwen3-tame.gguf': window });
+    const report = slotReport(slotList, props, undefined);
+    expect(report).toEqual({ total: slots, busy: 0, free: slots, source: 'slots' });
+    expect(looksUnified(models, report, windows)).toBe(unified);
+  });
+
+  it('counts busy slots from /slots while two requests run (A63)', () => {
+    expect(
+      slotReport(readSlots(captured('A63-get-slots-both-busy.json')), undefined, undefined),
+    ).toEqual({ total: 2, busy: 2, free: 0, source: 'slots' });
+  });
+
+  it('falls back to /props total_slots and llamacpp:requests_processing when /slots is off', () => {
+    const props = readProps(captured('A62-get-props-busy.json'));
+    const metricsAnswer = captured('A61-get-metrics-busy.json');
+    const metrics = parsePrometheusText(metricsAnswer.ok ? metricsAnswer.body : '');
+    expect(slotReport(undefined, props, metrics)).toEqual({
+      total: 2,
+      busy: 1,
+      free: 1,
+      source: 'metrics',
+    });
+    expect(slotReport(undefined, props, undefined)).toEqual({
+      total: 2,
+      busy: 0,
+      free: 2,
+      source: 'props',
+    });
+  });
+
+  it('falls back to /props and then /slots for the window on builds without meta.n_ctx', () => {
+    const models = readModels(
+      answer(200, {
+        object: 'list',
+        data: [{ id: 'old', owned_by: 'llamacpp', meta: { n_ctx_train: 32768 } }],
+      }),
+    );
+    if (!models) throw new Error('no models');
+    expect(contextWindows(models, readProps(captured('A05-get-props.json')), undefined)).toEqual({
+      old: 8192,
+    });
+    expect(contextWindows(models, undefined, readSlots(captured('C04-get-slots.json')))).toEqual({
+      old: 16384,
+    });
+    expect(contextWindows(models, undefined, undefined)).toEqual({});
+  });
+
+  it('recognises the 503 "Loading model" answer (Z02) and nothing else as loading', () => {
+    expect(isLoading(captured('Z02-get-v1-models-while-loading.json'))).toBe(true);
+    expect(isLoading(captured('A69c-get-slots-fail-on-no-slot-busy.json'))).toBe(false);
+  });
+});
+
+describe('probe readers on vLLM answers', () => {
+  it('gives LoRA cards the window of their base card', () => {
+    const models = readModels(answer(200, VLLM_MODELS));
+    if (!models) throw new Error('no models');
+    expect(contextWindows(models, undefined, undefined)).toEqual({
+      'my-model': 65536,
+      alias: 65536,
+      'sql-lora': 65536,
+    });
+  });
+});
+
+describe('detectBackend', () => {
+  it.each([
+    ['llama.cpp owned_by and meta', captured('A03-get-v1-models.json'), undefined, 'llama.cpp'],
+    ['vLLM owned_by', answer(200, VLLM_MODELS), undefined, 'vllm'],
+    [
+      'a Server: llama.cpp header',
+      { ...answer(200, { data: [{ id: 'x' }] }), headers: new Headers({ server: 'llama.cpp' }) },
+      undefined,
+      'llama.cpp',
+    ],
+    [
+      'a /version answer',
+      answer(200, { data: [{ id: 'x' }] }),
+      answer(200, { version: '0.12.0' }),
+      'vllm',
+    ],
+    [
+      'nothing telling',
+      answer(200, { data: [{ id: 'x', owned_by: 'someone' }] }),
+      answer(404, {}),
+      'other',
+    ],
+  ])('detects the backend from %s', (_, modelsAnswer, version, expected) => {
+    expect(detectBackend('other', readModels(modelsAnswer), modelsAnswer, version)).toBe(expected);
+  });
+
+  it('keeps a configured backend', () => {
+    expect(
+      detectBackend('vllm', readModels(captured('A03-get-v1-models.json')), undefined, undefined),
+    ).toBe('vllm');
+  });
+});
+
+describe('classifyFailure', () => {
+  const fetchFailed = (code: string): Error =>
+    Object.assign(new TypeError('fetch failed'), {
+      cause: Object.assign(new Error(code), { code }),
+    });
+  it.each([
+    [fetchFailed('ECONNREFUSED'), 'refused'],
+    [fetchFailed('EHOSTUNREACH'), 'unreachable'],
+    [fetchFailed('ENETUNREACH'), 'unreachable'],
+    [fetchFailed('ENOTFOUND'), 'unreachable'],
+    [fetchFailed('UND_ERR_CONNECT_TIMEOUT'), 'timeout'],
+    [fetchFailed('ECONNRESET'), 'error'],
+    [new DOMException('The operation was aborted due to timeout', 'TimeoutError'), 'timeout'],
+    [
+      Object.assign(new TypeError('fetch failed'), {
+        cause: new AggregateError([Object.assign(new Error('x'), { code: 'ECONNREFUSED' })]),
+      }),
+      'refused',
+    ],
+  ])('classifies %s', (error, failure) => {
+    expect(classifyFailure(error).failure).toBe(failure);
+  });
+});
+
+function readdirPrefix(prefix: string): { models: string; props: string; slots: string } {
+  if (prefix === 'A')
+    return {
+      models: 'A03-get-v1-models.json',
+      props: 'A05-get-props.json',
+      slots: 'A06-get-slots-idle.json',
+    };
+  return {
+    models: `${prefix}02-get-v1-models.json`,
+    props: `${prefix}03-get-props.json`,
+    slots: `${prefix}04-get-slots.json`,
+  };
+}

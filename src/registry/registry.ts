@@ -1,0 +1,123 @@
+import type { Diagnostics } from '../diagnostics.js';
+import { builtinDefaults } from './config-defaults.js';
+import { formatConfigIssue } from './config-messages.js';
+import { createConfigCache, loadRegistryConfig } from './config.js';
+import type {
+  ConfigPaths,
+  ConfigResult,
+  Defaults,
+  EndpointConfig,
+  RegistryConfig,
+} from './config-types.js';
+import { probeAll, type EndpointProbe } from './probe.js';
+import {
+  findHits,
+  findMenuEntry,
+  resolveModel,
+  type Resolution,
+  type ResolveRequest,
+} from './resolve.js';
+import { registerEndpoint, registerModel, type SidecarResult } from './sidecar.js';
+
+export type { Resolution, ResolveRequest } from './resolve.js';
+export type { EndpointProbe, ProbeStatus } from './probe.js';
+export type { RegisterEndpointInput, RegisterModelInput, SidecarResult } from './sidecar.js';
+
+export interface MenuStatus {
+  name: string;
+  notes?: string;
+  host?: string;
+  running: boolean;
+  served_as?: string;
+  endpoint?: string;
+}
+
+export interface RegistrySnapshot {
+  config: ConfigResult;
+  endpoints: EndpointProbe[];
+  models: MenuStatus[];
+}
+
+export interface Registry {
+  /** Config plus a fresh probe of every endpoint plus which menu entries are running where. */
+  snapshot(signal?: AbortSignal): Promise<RegistrySnapshot>;
+  resolve(request: ResolveRequest, signal?: AbortSignal): Promise<Resolution>;
+  /** The merged defaults; the built-in ones while models.yaml is invalid. */
+  defaults(): Promise<Defaults>;
+  config(): Promise<ConfigResult>;
+  /** Input is validated with zod (RegisterEndpointInput); writes models.local.yaml only. */
+  registerEndpoint(input: unknown): Promise<SidecarResult>;
+  registerModel(input: unknown): Promise<SidecarResult>;
+}
+
+export interface RegistryOptions {
+  paths: ConfigPaths;
+  env: NodeJS.ProcessEnv;
+  diagnostics?: Diagnostics;
+}
+
+/** Which menu entries run where, by the same matching rules resolve() uses. */
+export function menuStatus(config: RegistryConfig, probes: EndpointProbe[]): MenuStatus[] {
+  return config.models.map((entry) => {
+    const status: MenuStatus = { name: entry.name, running: false };
+    if (entry.notes !== undefined) status.notes = entry.notes;
+    if (entry.host !== undefined) status.host = entry.host;
+    const [hit] = findHits(config, probes, entry.name, findMenuEntry(config, entry.name));
+    if (hit)
+      Object.assign(status, { running: true, served_as: hit.servedId, endpoint: hit.probe.name });
+    return status;
+  });
+}
+
+export function createRegistry(options: RegistryOptions): Registry {
+  const cache = createConfigCache();
+  // Endpoints that answered a probe in this process: a vLLM refusing connections later is probably loading.
+  const answered = new Set<string>();
+  let lastReported = '';
+
+  const config = async (): Promise<ConfigResult> => {
+    const result = await loadRegistryConfig(options.paths, cache);
+    const report = result.ok ? '' : result.issues.map(formatConfigIssue).join('\n');
+    if (report !== lastReported && report !== '')
+      options.diagnostics?.warn(`models.yaml is invalid:\n${report}`);
+    lastReported = report;
+    return result;
+  };
+
+  const probe = async (result: ConfigResult, signal?: AbortSignal): Promise<EndpointProbe[]> => {
+    if (!result.ok) return [];
+    const probes = await probeAll(result.config, options.env, {
+      ...(signal ? { signal } : {}),
+      answeredBefore: (endpoint: EndpointConfig) => answered.has(endpoint.base_url),
+    });
+    for (const item of probes) {
+      if (item.up || item.status === 'loading' || item.status === 'unauthorized')
+        answered.add(item.base_url);
+      options.diagnostics?.debug(`probe ${item.name}: ${item.status}`, { ms: item.latency_ms });
+    }
+    return probes;
+  };
+
+  return {
+    config,
+    async snapshot(signal) {
+      const result = await config();
+      const endpoints = await probe(result, signal);
+      return {
+        config: result,
+        endpoints,
+        models: result.ok ? menuStatus(result.config, endpoints) : [],
+      };
+    },
+    async resolve(request, signal) {
+      const result = await config();
+      return resolveModel(result, await probe(result, signal), request);
+    },
+    async defaults() {
+      const result = await config();
+      return result.ok ? result.config.defaults : builtinDefaults();
+    },
+    registerEndpoint: (input) => registerEndpoint(options.paths, input),
+    registerModel: (input) => registerModel(options.paths, input),
+  };
+}

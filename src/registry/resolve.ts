@@ -1,0 +1,227 @@
+import { COMFORTABLE_CONTEXT_TOKENS } from './config-defaults.js';
+import { formatConfigIssue } from './config-messages.js';
+import type {
+  ConfigIssue,
+  ConfigResult,
+  EndpointConfig,
+  ModelEntry,
+  RegistryConfig,
+} from './config-types.js';
+import { matchServedId, squash } from './match.js';
+import type { EndpointProbe } from './probe.js';
+
+export type Resolution =
+  | {
+      kind: 'ready';
+      endpoint: EndpointConfig;
+      probe: EndpointProbe;
+      servedId: string;
+      /** 0 only when contextSource is 'unknown'. */
+      contextTokens: number;
+      contextSource: 'probe' | 'menu' | 'unknown';
+      /** Non-enumerable (like EndpointProbe.apiKey): read it, but JSON.stringify and spreads never carry it. */
+      apiKey?: string;
+      menuEntry?: ModelEntry;
+      warnings: string[];
+    }
+  | {
+      kind: 'unavailable';
+      name: string;
+      host?: string;
+      notes?: string;
+      bring_up?: string;
+      servedNow: { endpoint: string; models: string[] }[];
+      message: string;
+    }
+  | { kind: 'config_error'; issues: ConfigIssue[]; message: string };
+
+export interface ResolveRequest {
+  model?: string;
+  endpoint?: string;
+}
+
+/** The menu entry for a requested name: exact, else the same name squashed (`Qwen3.8 27B` = `qwen3.8-27b`). */
+export function findMenuEntry(config: RegistryConfig, name: string): ModelEntry | undefined {
+  return (
+    config.models.find((entry) => entry.name === name) ??
+    config.models.find((entry) => squash(entry.name) === squash(name) && squash(name) !== '')
+  );
+}
+
+interface Hit {
+  probe: EndpointProbe;
+  servedId: string;
+}
+
+/** Live endpoints (config order) where `name` matches, narrowed by the request's or the menu's endpoint/host. */
+export function findHits(
+  config: RegistryConfig,
+  probes: EndpointProbe[],
+  name: string,
+  menuEntry: ModelEntry | undefined,
+  endpointName?: string,
+): Hit[] {
+  const pinned = endpointName ?? menuEntry?.endpoint;
+  const hits: Hit[] = [];
+  for (const probe of probes) {
+    if (!probe.up) continue;
+    if (pinned !== undefined && probe.name !== pinned) continue;
+    if (pinned === undefined && menuEntry?.host !== undefined) {
+      const host = config.endpoints.find((endpoint) => endpoint.name === probe.name)?.host;
+      if (host !== undefined && host !== menuEntry.host) continue;
+    }
+    const servedId = matchServedId(name, probe.models, menuEntry?.served_name);
+    if (servedId !== undefined) hits.push({ probe, servedId });
+  }
+  return hits;
+}
+
+// Free llama.cpp slots first, then an idle vLLM queue; ties keep config order.
+function spareCapacity(probe: EndpointProbe): number {
+  if (probe.slots) return probe.slots.free > 0 ? 2 : 0;
+  if (probe.vllm) return probe.vllm.waiting === 0 ? 1 : 0;
+  return 1;
+}
+
+function ready(config: RegistryConfig, hit: Hit, menuEntry: ModelEntry | undefined): Resolution {
+  const endpoint = config.endpoints.find((candidate) => candidate.name === hit.probe.name);
+  if (!endpoint) throw new Error(`probe ${hit.probe.name} has no endpoint in the config`);
+  const probed = hit.probe.context[hit.servedId];
+  const warnings: string[] = [];
+  const contextTokens = menuEntry?.context ?? probed ?? 0;
+  const contextSource =
+    menuEntry?.context !== undefined ? 'menu' : probed !== undefined ? 'probe' : 'unknown';
+  if (contextSource === 'unknown') {
+    warnings.push(
+      `${endpoint.name} does not report the window of ${hit.servedId}: set context: N for this model in models.yaml`,
+    );
+  }
+  if (menuEntry?.context !== undefined && probed !== undefined && menuEntry.context > probed) {
+    warnings.push(
+      `models.yaml sets context ${menuEntry.context} for ${menuEntry.name}, but ${endpoint.name} reports ${probed} per request: prompts past ${probed} tokens will be rejected`,
+    );
+  }
+  if (contextTokens > 0 && contextTokens < COMFORTABLE_CONTEXT_TOKENS) {
+    warnings.push(
+      `${hit.servedId} has a ${contextTokens}-token window; Claude Code's fixed prompt and compaction need about 128k to work without thrashing, so expect early compaction or "prompt is too long"`,
+    );
+  }
+  const resolution: Resolution = {
+    kind: 'ready',
+    endpoint,
+    probe: hit.probe,
+    servedId: hit.servedId,
+    contextTokens,
+    contextSource,
+    warnings,
+  };
+  if (hit.probe.apiKey !== undefined) {
+    Object.defineProperty(resolution, 'apiKey', { value: hit.probe.apiKey, enumerable: false });
+  }
+  if (menuEntry) resolution.menuEntry = menuEntry;
+  return resolution;
+}
+
+function servedNow(probes: EndpointProbe[]): { endpoint: string; models: string[] }[] {
+  return probes
+    .filter((probe) => probe.up && probe.models.length > 0)
+    .map((probe) => ({ endpoint: probe.name, models: probe.models }));
+}
+
+function describeServed(served: { endpoint: string; models: string[] }[]): string {
+  return served.length === 0
+    ? 'Nothing is being served right now.'
+    : `Running now: ${served.map((entry) => `${entry.models.join(', ')} on ${entry.endpoint}`).join('; ')}.`;
+}
+
+function unavailable(
+  name: string,
+  menuEntry: ModelEntry | undefined,
+  probes: EndpointProbe[],
+  lead: string,
+): Resolution {
+  const served = servedNow(probes);
+  const parts = [lead];
+  if (menuEntry?.host) parts.push(`It runs on ${menuEntry.host}.`);
+  if (menuEntry?.notes) parts.push(`Notes: ${menuEntry.notes}`);
+  if (menuEntry?.bring_up) parts.push(`To start it: ${menuEntry.bring_up}`);
+  const down = probes.filter((probe) => !probe.up && probe.error);
+  if (down.length > 0)
+    parts.push(
+      `Down: ${down.map((probe) => `${probe.name} (${probe.error ?? probe.status})`).join('; ')}.`,
+    );
+  parts.push(describeServed(served));
+  const result: Resolution = {
+    kind: 'unavailable',
+    name,
+    servedNow: served,
+    message: parts.join(' '),
+  };
+  if (menuEntry?.host !== undefined) result.host = menuEntry.host;
+  if (menuEntry?.notes !== undefined) result.notes = menuEntry.notes;
+  if (menuEntry?.bring_up !== undefined) result.bring_up = menuEntry.bring_up;
+  return result;
+}
+
+/** Name → where to run it, from one config and one round of probes. Never throws for expected failures. */
+export function resolveModel(
+  configResult: ConfigResult,
+  probes: EndpointProbe[],
+  request: ResolveRequest,
+): Resolution {
+  if (!configResult.ok) {
+    return {
+      kind: 'config_error',
+      issues: configResult.issues,
+      message: `models.yaml is invalid; fix it and ask again:\n${configResult.issues.map(formatConfigIssue).join('\n')}`,
+    };
+  }
+  const { config } = configResult;
+  if (
+    request.endpoint !== undefined &&
+    !config.endpoints.some((endpoint) => endpoint.name === request.endpoint)
+  ) {
+    const names = config.endpoints.map((endpoint) => endpoint.name).join(', ');
+    return unavailable(
+      request.model ?? request.endpoint,
+      undefined,
+      probes,
+      `There is no endpoint named "${request.endpoint}" (configured: ${names}).`,
+    );
+  }
+  const name = request.model ?? config.defaults.model;
+  if (name === undefined) {
+    const live = probes.find(
+      (probe) =>
+        probe.up &&
+        probe.models.length > 0 &&
+        (request.endpoint === undefined || probe.name === request.endpoint),
+    );
+    const first = live?.models[0];
+    if (live && first !== undefined)
+      return ready(config, { probe: live, servedId: first }, undefined);
+    return unavailable(
+      '(any model)',
+      undefined,
+      probes,
+      'No endpoint is serving a model right now. Ask the user to bring one up.',
+    );
+  }
+  const menuEntry = findMenuEntry(config, name);
+  const hits = findHits(config, probes, name, menuEntry, request.endpoint);
+  const best = hits.reduce<Hit | undefined>(
+    (chosen, hit) =>
+      chosen === undefined || spareCapacity(hit.probe) > spareCapacity(chosen.probe) ? hit : chosen,
+    undefined,
+  );
+  if (best) return ready(config, best, menuEntry);
+  const where = request.endpoint ?? menuEntry?.endpoint;
+  const listedButLocked = probes.find(
+    (probe) =>
+      probe.status === 'unauthorized' && matchServedId(name, probe.models, menuEntry?.served_name),
+  );
+  const lead = listedButLocked
+    ? `${name} is served on ${listedButLocked.name}, but it cannot be used: ${listedButLocked.error ?? 'unauthorized'}. Ask the user to fix the key.`
+    : `${name} is not running ${where ? `on ${where}` : 'anywhere'}. Ask the user to bring it up.`;
+  return unavailable(name, menuEntry, probes, lead);
+}

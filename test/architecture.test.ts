@@ -1,0 +1,120 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { basename, dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'src');
+
+interface SourceFile {
+  path: string; // relative to src/, with forward slashes
+  imports: string[]; // resolved to src-relative paths for local imports, bare specifiers otherwise
+  typeOnlyImports: string[];
+}
+
+async function listTs(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true });
+  const nested = await Promise.all(
+    entries.map((entry) =>
+      entry.isDirectory() ? listTs(join(dir, entry.name)) : Promise.resolve([join(dir, entry.name)]),
+    ),
+  );
+  return nested.flat().filter((file) => file.endsWith('.ts'));
+}
+
+const IMPORT = /^\s*(import|export)\s+(type\s+)?(?:[^'"]*?\sfrom\s+)?['"]([^'"]+)['"]/gm;
+const DYNAMIC_IMPORT = /import\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+async function readSources(): Promise<SourceFile[]> {
+  const files = (await listTs(SRC)).filter((file) => !file.endsWith('.test.ts'));
+  return Promise.all(
+    files.map(async (file) => {
+      const text = await readFile(file, 'utf8');
+      const imports: string[] = [];
+      const typeOnlyImports: string[] = [];
+      const add = (specifier: string, typeOnly: boolean): void => {
+        const target = specifier.startsWith('.')
+          ? relative(SRC, resolve(dirname(file), specifier)).replaceAll('\\', '/').replace(/\.js$/, '.ts')
+          : specifier;
+        (typeOnly ? typeOnlyImports : imports).push(target);
+      };
+      for (const match of text.matchAll(IMPORT)) add(match[3] ?? '', match[2] !== undefined);
+      for (const match of text.matchAll(DYNAMIC_IMPORT)) add(match[1] ?? '', false);
+      return { path: relative(SRC, file).replaceAll('\\', '/'), imports, typeOnlyImports };
+    }),
+  );
+}
+
+const area = (path: string): string => (path.includes('/') ? (path.split('/')[0] ?? path) : path);
+const isPackage = (specifier: string, name: string): boolean =>
+  specifier === name || specifier.startsWith(`${name}/`);
+
+/** Which top-level areas of src/ each area may import (besides itself and node: built-ins). */
+const ALLOWED_LOCAL: Record<string, readonly string[]> = {
+  'errors.ts': [],
+  'diagnostics.ts': [],
+  'paths.ts': [],
+  shim: ['errors.ts', 'diagnostics.ts'],
+  registry: ['errors.ts', 'diagnostics.ts', 'paths.ts'],
+  emulator: ['errors.ts', 'diagnostics.ts'],
+  jobs: ['shim', 'registry', 'errors.ts', 'diagnostics.ts', 'paths.ts'],
+  mcp: ['jobs', 'registry', 'errors.ts', 'diagnostics.ts', 'paths.ts'],
+  'app.ts': ['mcp', 'jobs', 'shim', 'registry', 'errors.ts', 'diagnostics.ts', 'paths.ts'],
+  cli: ['app.ts', 'mcp', 'jobs', 'shim', 'registry', 'emulator', 'errors.ts', 'diagnostics.ts', 'paths.ts'],
+};
+
+describe('architecture', () => {
+  it('keeps every area of src/ to the imports the design allows', async () => {
+    const violations: string[] = [];
+    for (const file of await readSources()) {
+      const from = area(file.path);
+      const allowed = ALLOWED_LOCAL[from];
+      if (!allowed) {
+        violations.push(`${file.path}: src/${from} is not a known area; add it to the design first`);
+        continue;
+      }
+      for (const target of [...file.imports, ...file.typeOnlyImports]) {
+        if (!target.endsWith('.ts')) continue;
+        const to = area(target);
+        if (to !== from && !allowed.includes(to)) violations.push(`${file.path} imports ${target}`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
+  it('confines the Agent SDK, child_process and the MCP SDK to their one home each', async () => {
+    const violations: string[] = [];
+    for (const file of await readSources()) {
+      for (const specifier of file.imports) {
+        if (isPackage(specifier, '@anthropic-ai/claude-agent-sdk') && file.path !== 'jobs/session.ts')
+          violations.push(`${file.path} imports the Agent SDK (only jobs/session.ts may)`);
+        if (
+          (specifier === 'node:child_process' || specifier === 'child_process') &&
+          !['jobs/git.ts', 'jobs/process.ts'].includes(file.path)
+        )
+          violations.push(`${file.path} imports child_process (only jobs/git.ts may)`);
+        if (
+          isPackage(specifier, '@modelcontextprotocol/sdk') &&
+          !file.path.startsWith('mcp/') &&
+          file.path !== 'cli/serve.ts'
+        )
+          violations.push(`${file.path} imports the MCP SDK (only mcp/ and cli/serve.ts may)`);
+      }
+      for (const specifier of file.typeOnlyImports) {
+        if (
+          isPackage(specifier, '@anthropic-ai/claude-agent-sdk') &&
+          !['jobs/session.ts', 'jobs/transcript.ts'].includes(file.path)
+        )
+          violations.push(`${file.path} imports Agent SDK types (only jobs/session.ts and transcript.ts may)`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
+  it('names every source file in kebab-case', async () => {
+    const files = await listTs(SRC);
+    const badNames = files
+      .map((file) => basename(file))
+      .filter((name) => !/^[a-z0-9]+(-[a-z0-9]+)*(\.test)?\.ts$/.test(name));
+    expect(badNames).toEqual([]);
+  });
+});

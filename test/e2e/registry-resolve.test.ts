@@ -1,0 +1,205 @@
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { waitFor } from '../support/wait.js';
+import { emulator, refusedPort, registryFor } from './registry-support.js';
+
+const QWEN = 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL';
+
+describe('Registry.resolve', () => {
+  it('finds a menu name inside a longer served id and carries the window and a small-window warning', async () => {
+    const emu = await emulator({ nCtx: 16384, parallel: 2, servedNames: [QWEN] });
+    const registry = await registryFor({
+      endpoints: { gpu: { base_url: emu.url, backend: 'llama.cpp', host: 'workstation' } },
+      models: { 'qwen3.8-27b': { notes: 'default coder' } },
+    });
+    const resolution = await registry.resolve({ model: 'qwen3.8-27b' });
+    if (resolution.kind !== 'ready') throw new Error(resolution.message);
+    expect(resolution.servedId).toBe(QWEN);
+    expect(resolution.endpoint.name).toBe('gpu');
+    expect(resolution.contextTokens).toBe(8192);
+    expect(resolution.contextSource).toBe('probe');
+    expect(resolution.menuEntry?.notes).toBe('default coder');
+    expect(resolution.warnings).toEqual([
+      `${QWEN} has a 8192-token window; Claude Code's fixed prompt and compaction need about 128k to work without thrashing, so expect early compaction or "prompt is too long"`,
+    ]);
+  });
+
+  it('lets a menu context override win and says so', async () => {
+    const emu = await emulator({ backend: 'vllm', nCtx: 262144, servedNames: ['big'] });
+    const registry = await registryFor({
+      endpoints: { v: { base_url: emu.url, backend: 'vllm' } },
+      models: { big: { context: 131072 } },
+    });
+    const resolution = await registry.resolve({ model: 'big' });
+    expect(resolution).toMatchObject({
+      kind: 'ready',
+      contextTokens: 131072,
+      contextSource: 'menu',
+      warnings: [],
+    });
+  });
+
+  it('uses defaults.model, else the first live endpoint serving anything, in config order', async () => {
+    const first = await emulator({ backend: 'vllm', servedNames: ['alpha'] });
+    const second = await emulator({ backend: 'vllm', servedNames: ['beta'] });
+    const endpoints = {
+      dead: { base_url: await refusedPort(), backend: 'llama.cpp' },
+      one: { base_url: first.url, backend: 'vllm' },
+      two: { base_url: second.url, backend: 'vllm' },
+    };
+    const byOrder = await (await registryFor({ endpoints })).resolve({});
+    expect(byOrder).toMatchObject({ kind: 'ready', servedId: 'alpha' });
+    const byDefault = await (
+      await registryFor({ endpoints, defaults: { model: 'beta' } })
+    ).resolve({});
+    expect(byDefault).toMatchObject({ kind: 'ready', servedId: 'beta' });
+  });
+
+  it('narrows the search to the endpoint a menu entry or the request names', async () => {
+    const one = await emulator({ backend: 'vllm', servedNames: ['same'] });
+    const two = await emulator({ backend: 'vllm', servedNames: ['same'] });
+    const endpoints = {
+      one: { base_url: one.url, backend: 'vllm' },
+      two: { base_url: two.url, backend: 'vllm' },
+    };
+    const pinned = await registryFor({ endpoints, models: { same: { endpoint: 'two' } } });
+    expect(await pinned.resolve({ model: 'same' })).toMatchObject({
+      kind: 'ready',
+      endpoint: { name: 'two' },
+    });
+    const plain = await registryFor({ endpoints });
+    expect(await plain.resolve({ model: 'same', endpoint: 'two' })).toMatchObject({
+      kind: 'ready',
+      endpoint: { name: 'two' },
+    });
+    expect(await plain.resolve({ model: 'same' })).toMatchObject({
+      kind: 'ready',
+      endpoint: { name: 'one' },
+    });
+  });
+
+  it('prefers an endpoint with a free slot when several serve the name', async () => {
+    const busy = await emulator({
+      nCtx: 8192,
+      parallel: 1,
+      servedNames: ['coder'],
+      latency: { prefillMsPerToken: 5000 },
+    });
+    const idle = await emulator({ nCtx: 8192, parallel: 1, servedNames: ['coder'] });
+    const controller = new AbortController();
+    onTestFinished(() => controller.abort());
+    fetch(`${busy.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'coder',
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'busy' }],
+      }),
+      signal: controller.signal,
+    }).catch(() => undefined);
+    const registry = await registryFor({
+      endpoints: {
+        busy: { base_url: busy.url, backend: 'llama.cpp' },
+        idle: { base_url: idle.url, backend: 'llama.cpp' },
+      },
+    });
+    await waitFor(async () => (await registry.snapshot()).endpoints[0]?.slots?.busy === 1, {
+      what: 'the first endpoint busy',
+    });
+    expect(await registry.resolve({ model: 'coder' })).toMatchObject({
+      kind: 'ready',
+      endpoint: { name: 'idle' },
+    });
+  });
+
+  it('answers a model that is not running with its host, notes, bring_up and what runs now', async () => {
+    const emu = await emulator({ nCtx: 16384, parallel: 2, servedNames: [QWEN] });
+    const dead = await refusedPort();
+    const registry = await registryFor({
+      endpoints: {
+        gpu: { base_url: emu.url, backend: 'llama.cpp' },
+        big: { base_url: dead, backend: 'vllm', host: 'gpu-server' },
+      },
+      models: {
+        'deepseek-v4-flash': {
+          host: 'gpu-server',
+          notes: 'vllm needs --enable-auto-tool-choice --tool-call-parser deepseek_v3',
+          bring_up: 'ssh gpu-server ./serve-deepseek.sh',
+        },
+      },
+    });
+    const resolution = await registry.resolve({ model: 'deepseek-v4-flash' });
+    if (resolution.kind !== 'unavailable')
+      throw new Error(`expected unavailable, got ${resolution.kind}`);
+    expect(resolution).toMatchObject({
+      name: 'deepseek-v4-flash',
+      host: 'gpu-server',
+      notes: 'vllm needs --enable-auto-tool-choice --tool-call-parser deepseek_v3',
+      bring_up: 'ssh gpu-server ./serve-deepseek.sh',
+      servedNow: [{ endpoint: 'gpu', models: [QWEN] }],
+    });
+    expect(resolution.message).toContain(
+      'deepseek-v4-flash is not running anywhere. Ask the user to bring it up. It runs on gpu-server. Notes: vllm needs --enable-auto-tool-choice --tool-call-parser deepseek_v3',
+    );
+    expect(resolution.message).toContain('To start it: ssh gpu-server ./serve-deepseek.sh');
+    expect(resolution.message).toContain(`Running now: ${QWEN} on gpu.`);
+    expect(resolution.message).toContain(`Down: big (connection refused at ${new URL(dead).host}`);
+  });
+
+  it('says a model is served but locked when the endpoint wants a key it does not have', async () => {
+    const emu = await emulator({
+      nCtx: 16384,
+      parallel: 2,
+      apiKey: 'sk-x',
+      servedNames: ['coder'],
+    });
+    const registry = await registryFor({
+      endpoints: { gpu: { base_url: emu.url, backend: 'llama.cpp', api_key_env: 'GPU_KEY' } },
+    });
+    const resolution = await registry.resolve({ model: 'coder' });
+    expect(resolution.kind).toBe('unavailable');
+    expect(resolution.kind === 'unavailable' && resolution.message).toContain(
+      'coder is served on gpu, but it cannot be used: the server wants an API key (401 on GET /props) but GPU_KEY is not set in this environment: export GPU_KEY=<key>. Ask the user to fix the key.',
+    );
+    const withKey = await registryFor(
+      { endpoints: { gpu: { base_url: emu.url, backend: 'llama.cpp', api_key_env: 'GPU_KEY' } } },
+      { GPU_KEY: 'sk-x' },
+    );
+    const ready = await withKey.resolve({ model: 'coder' });
+    expect(ready).toMatchObject({ kind: 'ready', servedId: 'coder' });
+    expect(ready.kind === 'ready' && ready.apiKey).toBe('sk-x');
+    expect(JSON.stringify(ready)).not.toContain('sk-x');
+  });
+
+  it('answers a broken models.yaml with a config_error instead of throwing', async () => {
+    const registry = await registryFor({ endpoints: { gpu: { base_url: 'not a url' } } });
+    const resolution = await registry.resolve({ model: 'x' });
+    expect(resolution.kind).toBe('config_error');
+    expect(resolution.kind === 'config_error' && resolution.issues[0]?.path).toBe(
+      'endpoints.gpu.base_url',
+    );
+    expect((await registry.defaults()).max_turns).toBe(60);
+  });
+});
+
+describe('Registry.snapshot', () => {
+  it('lists which menu entries run where', async () => {
+    const emu = await emulator({ backend: 'vllm', servedNames: ['coder-a'] });
+    const registry = await registryFor({
+      endpoints: { v: { base_url: emu.url, backend: 'vllm' } },
+      models: { 'coder-a': { notes: 'runs', host: 'box' }, 'coder-b': { notes: 'does not' } },
+    });
+    const snapshot = await registry.snapshot();
+    expect(snapshot.models).toEqual([
+      {
+        name: 'coder-a',
+        notes: 'runs',
+        host: 'box',
+        running: true,
+        served_as: 'coder-a',
+        endpoint: 'v',
+      },
+      { name: 'coder-b', notes: 'does not', running: false },
+    ]);
+  });
+});
