@@ -15,7 +15,10 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/consistent-type-imports': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
     },
   },
   {
@@ -31,10 +34,16 @@ export default tseslint.config(
         'error',
         {
           paths: [
-            { name: 'node:child_process', message: 'Only src/jobs/git.ts and src/jobs/process.ts may spawn processes.' },
+            {
+              name: 'node:child_process',
+              message: 'Only src/jobs/git.ts and src/jobs/process.ts may spawn processes.',
+            },
           ],
           patterns: [
-            { group: ['@anthropic-ai/claude-agent-sdk', '@anthropic-ai/claude-agent-sdk/*'], message: 'Only src/jobs/session.ts imports the Agent SDK.' },
+            {
+              group: ['@anthropic-ai/claude-agent-sdk', '@anthropic-ai/claude-agent-sdk/*'],
+              message: 'Only src/jobs/session.ts imports the Agent SDK.',
+            },
           ],
         },
       ],

@@ -22,7 +22,10 @@ export function resolveStateDir(env: PathEnv = process.env): string {
 }
 
 /** --config > LOCALAGENTS_CONFIG > $XDG_CONFIG_HOME/localagents/models.yaml > ~/.config/localagents/models.yaml */
-export function resolveUserConfigPath(flag: string | undefined, env: PathEnv = process.env): string {
+export function resolveUserConfigPath(
+  flag: string | undefined,
+  env: PathEnv = process.env,
+): string {
   if (flag) return flag;
   if (env.LOCALAGENTS_CONFIG) return env.LOCALAGENTS_CONFIG;
   const configHome = env.XDG_CONFIG_HOME ?? join(home(env), '.config');

@@ -15,7 +15,9 @@ async function listTs(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
   const nested = await Promise.all(
     entries.map((entry) =>
-      entry.isDirectory() ? listTs(join(dir, entry.name)) : Promise.resolve([join(dir, entry.name)]),
+      entry.isDirectory()
+        ? listTs(join(dir, entry.name))
+        : Promise.resolve([join(dir, entry.name)]),
     ),
   );
   return nested.flat().filter((file) => file.endsWith('.ts'));
@@ -33,7 +35,9 @@ async function readSources(): Promise<SourceFile[]> {
       const typeOnlyImports: string[] = [];
       const add = (specifier: string, typeOnly: boolean): void => {
         const target = specifier.startsWith('.')
-          ? relative(SRC, resolve(dirname(file), specifier)).replaceAll('\\', '/').replace(/\.js$/, '.ts')
+          ? relative(SRC, resolve(dirname(file), specifier))
+              .replaceAll('\\', '/')
+              .replace(/\.js$/, '.ts')
           : specifier;
         (typeOnly ? typeOnlyImports : imports).push(target);
       };
@@ -59,7 +63,17 @@ const ALLOWED_LOCAL: Record<string, readonly string[]> = {
   jobs: ['shim', 'registry', 'errors.ts', 'diagnostics.ts', 'paths.ts'],
   mcp: ['jobs', 'registry', 'errors.ts', 'diagnostics.ts', 'paths.ts'],
   'app.ts': ['mcp', 'jobs', 'shim', 'registry', 'errors.ts', 'diagnostics.ts', 'paths.ts'],
-  cli: ['app.ts', 'mcp', 'jobs', 'shim', 'registry', 'emulator', 'errors.ts', 'diagnostics.ts', 'paths.ts'],
+  cli: [
+    'app.ts',
+    'mcp',
+    'jobs',
+    'shim',
+    'registry',
+    'emulator',
+    'errors.ts',
+    'diagnostics.ts',
+    'paths.ts',
+  ],
 };
 
 describe('architecture', () => {
@@ -69,7 +83,9 @@ describe('architecture', () => {
       const from = area(file.path);
       const allowed = ALLOWED_LOCAL[from];
       if (!allowed) {
-        violations.push(`${file.path}: src/${from} is not a known area; add it to the design first`);
+        violations.push(
+          `${file.path}: src/${from} is not a known area; add it to the design first`,
+        );
         continue;
       }
       for (const target of [...file.imports, ...file.typeOnlyImports]) {
@@ -85,7 +101,10 @@ describe('architecture', () => {
     const violations: string[] = [];
     for (const file of await readSources()) {
       for (const specifier of file.imports) {
-        if (isPackage(specifier, '@anthropic-ai/claude-agent-sdk') && file.path !== 'jobs/session.ts')
+        if (
+          isPackage(specifier, '@anthropic-ai/claude-agent-sdk') &&
+          file.path !== 'jobs/session.ts'
+        )
           violations.push(`${file.path} imports the Agent SDK (only jobs/session.ts may)`);
         if (
           (specifier === 'node:child_process' || specifier === 'child_process') &&
@@ -104,11 +123,39 @@ describe('architecture', () => {
           isPackage(specifier, '@anthropic-ai/claude-agent-sdk') &&
           !['jobs/session.ts', 'jobs/transcript.ts'].includes(file.path)
         )
-          violations.push(`${file.path} imports Agent SDK types (only jobs/session.ts and transcript.ts may)`);
+          violations.push(
+            `${file.path} imports Agent SDK types (only jobs/session.ts and transcript.ts may)`,
+          );
       }
     }
     expect(violations).toEqual([]);
   });
+
+  it.each(['cli/emulate.ts', 'cli/models.ts', 'cli/proxy.ts'])(
+    'keeps %s free of the Agent SDK and the MCP SDK, so the command starts fast',
+    async (entry) => {
+      const sources = new Map((await readSources()).map((file) => [file.path, file]));
+      const seen = new Set<string>();
+      const heavy: string[] = [];
+      const visit = (path: string): void => {
+        if (seen.has(path)) return;
+        seen.add(path);
+        const file = sources.get(path);
+        if (!file) return;
+        for (const target of file.imports) {
+          if (target.endsWith('.ts')) visit(target);
+          else if (
+            isPackage(target, '@anthropic-ai/claude-agent-sdk') ||
+            isPackage(target, '@modelcontextprotocol/sdk')
+          )
+            heavy.push(`${path} → ${target}`);
+        }
+      };
+      visit(entry);
+      expect(seen.size).toBeGreaterThan(1);
+      expect(heavy).toEqual([]);
+    },
+  );
 
   it('names every source file in kebab-case', async () => {
     const files = await listTs(SRC);

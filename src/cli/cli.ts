@@ -5,7 +5,10 @@ import type { CommandContext } from './context.js';
 const DEFAULT_COMMAND = 'serve';
 
 /** argv (without node and script) → exit code. Never calls process.exit: main.ts does. */
-export async function runCli(argv: string[], context: Omit<CommandContext, 'args'>): Promise<number> {
+export async function runCli(
+  argv: string[],
+  context: Omit<CommandContext, 'args'>,
+): Promise<number> {
   const [first, ...rest] = argv;
   if (first === '--help' || first === '-h' || first === 'help') {
     context.stdout.write(`${renderTopLevelHelp()}\n`);
@@ -38,7 +41,9 @@ export async function runCli(argv: string[], context: Omit<CommandContext, 'args
       return error.code === 'BAD_ARGUMENT' ? 2 : 1;
     }
     const stack = error instanceof Error && error.stack ? error.stack : String(error);
-    context.stderr.write(`${stack}\nlocalagents: this is a bug; please report it with the lines above.\n`);
+    context.stderr.write(
+      `${stack}\nlocalagents: this is a bug; please report it with the lines above.\n`,
+    );
     return 70;
   }
 }

@@ -11,7 +11,8 @@ export interface CommandSpec {
 export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'emulate',
-    summary: 'run the llama.cpp / vLLM backend emulator (tests, demo, trying the setup without a GPU)',
+    summary:
+      'run the llama.cpp / vLLM backend emulator (tests, demo, trying the setup without a GPU)',
     usage: `localagents emulate [options]
 
 Starts an HTTP server that behaves like llama-server or vLLM, with a scripted model.
@@ -31,6 +32,8 @@ Options:
   --no-strict-template       accept them
   --served-name NAME         model id (repeatable for vLLM; llama.cpp: --alias)
   --no-tool-choice           vLLM: answer 400 to tool requests like a server without --enable-auto-tool-choice
+  --lora NAME[=BASE]         vLLM: list a LoRA card (repeatable)
+  --old-context-wording      vLLM: the older "'max_tokens' … is too large" 400 wording
   --script FILE              JSON or YAML list of turns the scripted model plays
   --loading-ms N             answer 503 "Loading model" (vLLM: refuse connections) for N ms first
   --prefill-ms-per-token X   simulated prompt processing time
@@ -38,6 +41,157 @@ Options:
   --ttfb-ms N                extra delay before the first byte
   -h, --help                 this help`,
     load: async () => (await import('./emulate.js')).runEmulate,
+  },
+  {
+    name: 'models',
+    summary: 'endpoints up/down, served ids, windows, slots, and which menu entries run where',
+    usage: `localagents models [--json] [--config F]
+localagents models add-endpoint NAME --base-url URL [--backend llama.cpp|vllm|other] [--host H] [--notes T] [--api-key-env VAR]
+localagents models add-model NAME [--notes T] [--host H] [--served-name ID|GLOB] [--endpoint E] [--context N] [--bring-up T]
+
+Probes every endpoint in models.yaml (in parallel, each within probe_timeout_s) and prints what is up,
+what it serves, each window, slot use, and the menu with what is running where.
+add-endpoint and add-model write models.local.yaml beside the user file, never models.yaml.
+
+Options:
+  --json          print one JSON object on stdout (shape in docs/registry.md)
+  --config F      the user models.yaml (default: $LOCALAGENTS_CONFIG, else $XDG_CONFIG_HOME/localagents/models.yaml)
+  -h, --help      this help`,
+    load: async () => (await import('./models.js')).runModels,
+  },
+  {
+    name: 'proxy',
+    summary: 'the shim alone, for an interactive claude on a local model; prints the env to export',
+    usage: `localagents proxy (--endpoint NAME | --base-url URL) [options]
+
+Runs the shim (system-message folding, error translation, keepalive, request log) in front of one
+backend. Once listening it prints the environment for claude on stdout, one NAME=value per line,
+starting with ANTHROPIC_BASE_URL=http://127.0.0.1:PORT/j/TOKEN; it serves until Ctrl-C.
+With --base-url the backend is probed for its kind, served id and context window.
+
+Options:
+  --endpoint NAME        an endpoint from models.yaml (resolved and probed through the registry)
+  --base-url URL         a backend URL such as http://127.0.0.1:8080 (without /v1)
+  --model ID             the served id to use (default: the endpoint's first / the matching one)
+  --backend KIND         with --base-url: llama.cpp, vllm or other (default other = detect)
+  --api-key-env VAR      with --base-url: the variable holding the backend's API key
+  --host H               listen address (default 127.0.0.1)
+  --port N               port, 0 picks a free one (default 0)
+  --log-dir D            where requests.jsonl goes (default: <state dir>/proxy)
+  --dump-requests        also write requests_full.jsonl (bodies as forwarded, keys redacted)
+  --keepalive-s N        ping an open stream after N s of backend silence (default 15)
+  --probe-timeout-s N    how long the --base-url probe may take (default 5)
+  --config F             the user models.yaml, for --endpoint
+  -h, --help             this help`,
+    load: async () => (await import('./proxy.js')).runProxy,
+  },
+  {
+    name: 'serve',
+    summary:
+      'the MCP server for Claude Code (default command): stdio, or streamable HTTP with --http',
+    usage: `localagents [serve] [--config F] [--http PORT] [--claude-path P]
+
+The MCP server that Claude Code talks to. stdio by default, which is what
+  claude mcp add localagents -- localagents --config ~/.config/localagents/models.yaml
+runs. Tools: list_models, register_endpoint, register_model, run_agent, wait_job, job_status,
+job_log, list_jobs, cancel_job, job_diff, local_complete (see docs/jobs.md).
+stdout carries JSON-RPC only; diagnostics go to stderr (level from LOCALAGENTS_LOG).
+At start, jobs of a server that died are marked interrupted and their claude processes stopped.
+
+Options:
+  --config F        the user models.yaml (default: $LOCALAGENTS_CONFIG, else $XDG_CONFIG_HOME/localagents/models.yaml)
+  --http PORT       serve streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio (0 picks a port)
+  --claude-path P   run this claude binary instead of the one bundled with the Agent SDK
+                    (also $LOCALAGENTS_CLAUDE_PATH)
+  -h, --help        this help`,
+    load: async () => (await import('./serve.js')).runServe,
+  },
+  {
+    name: 'run',
+    summary: 'run one job from the terminal with live progress; exit 0 only if it succeeded',
+    usage: `localagents run <task> [options]
+
+Runs one delegated Claude Code session on a local model and waits for it. Progress goes to
+stderr (a status line on a terminal); the summary, or with --json the final job.json, to stdout.
+
+Options:
+  --model M                 served id or menu name (default: models.yaml defaults.model, else the first live endpoint)
+  --endpoint E              endpoint name, when several serve the model
+  --cwd D                   working directory (default: the current one)
+  --isolation none|worktree worktree: a new branch local-agent/<job> in its own git worktree (default none)
+  --base-ref R              commit the worktree starts from (default HEAD)
+  --timeout S               stop the job after S seconds (default defaults.timeout_s, 1800)
+  --max-turns N             most model turns (default defaults.max_turns, 60)
+  --permission-mode M       default|acceptEdits|bypassPermissions|plan|dontAsk (default acceptEdits)
+  --append-system-prompt T  extra instructions for the delegate
+  --detach                  start the job in the background, print its id and return
+  --json                    print the final job.json as the only thing on stdout
+  --config F                the user models.yaml
+  --claude-path P           run this claude binary instead of the bundled one
+  -h, --help                this help`,
+    load: async () => (await import('./run.js')).runRun,
+  },
+  {
+    name: 'jobs',
+    summary: 'list job records, newest first',
+    usage: `localagents jobs [--json] [--all] [--config F]
+
+Lists the jobs in the state directory ($LOCALAGENTS_STATE_DIR, else $XDG_STATE_HOME/localagents),
+newest first: the last 30, or all with --all. --json prints the job.json records as a JSON array.`,
+    load: async () => (await import('./jobs.js')).runJobs,
+  },
+  {
+    name: 'show',
+    summary: 'one job record: status, result, files touched, worktree, backend figures',
+    usage: `localagents show <job> [--json]
+
+Prints one job's record for people, or with --json its job.json.`,
+    load: async () => (await import('./jobs.js')).runShow,
+  },
+  {
+    name: 'log',
+    summary: 'a job transcript; -f follows it until the job ends',
+    usage: `localagents log <job> [-f] [-n N]
+
+Prints the job's transcript.txt.
+
+Options:
+  -f, --follow   keep printing new lines until the job ends
+  -n, --lines N  only the last N lines (then follow with -f)`,
+    load: async () => (await import('./jobs.js')).runLog,
+  },
+  {
+    name: 'diff',
+    summary: 'the worktree diff of a job against its base commit (new files included)',
+    usage: `localagents diff <job>
+
+Prints the diff of a worktree job's working tree against the commit it started from,
+untracked files included. Jobs without a kept worktree have no diff.`,
+    load: async () => (await import('./jobs.js')).runDiff,
+  },
+  {
+    name: 'cancel',
+    summary: 'stop a running job (also one run by a server or another terminal)',
+    usage: `localagents cancel <job> [--json]
+
+Stops the job's claude session and waits until its record says cancelled. Works across
+processes: the server that runs the job records the cancel.`,
+    load: async () => (await import('./jobs.js')).runCancel,
+  },
+  {
+    name: 'demo',
+    summary:
+      'the whole pipeline on the emulator: real claude, a temp git repo, a worktree job, its record',
+    usage: `localagents demo [--keep]
+
+Starts the backend emulator (a scripted model), makes a temporary git repository, runs a worktree
+job through the real claude binary with live progress, and prints the job record, a transcript
+excerpt, the request-log summary and the diffstat. Needs no GPU and no network.
+
+Options:
+  --keep       keep the temporary directory (repository, worktree, state) and print its path
+  -h, --help   this help`,
+    load: async () => (await import('./demo.js')).runDemo,
   },
 ];
 

@@ -14,7 +14,8 @@ export async function isolatedClaudeEnv(
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (value === undefined) continue;
-    if (key.startsWith('ANTHROPIC_') || key.startsWith('CLAUDE_') || key.startsWith('CLAUDECODE')) continue;
+    if (key.startsWith('ANTHROPIC_') || key.startsWith('CLAUDE_') || key.startsWith('CLAUDECODE'))
+      continue;
     env[key] = value;
   }
   return {

@@ -26,7 +26,7 @@ export interface TestApp {
 /** A real app (temp state dir, isolated HOME for `claude`) and a real MCP Client over an in-memory pair. */
 export async function startTestApp(
   config: string,
-  options: { stateDir?: string; cwd?: string } = {},
+  options: { stateDir?: string; cwd?: string; claudePath?: string } = {},
 ): Promise<TestApp> {
   const configDir = await tempDir({ 'models.yaml': config }, 'localagents-config-');
   const stateDir = options.stateDir ?? (await tempDir({}, 'localagents-state-'));
@@ -38,6 +38,7 @@ export async function startTestApp(
     env,
     diagnostics: silentDiagnostics,
     cwd: options.cwd ?? configDir,
+    claudePath: options.claudePath,
   });
   onTestFinished(() => app.close());
   await app.recovered;
@@ -86,13 +87,18 @@ export async function callTool(
   const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
   const text = result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n');
   if (result.isError) throw new Error(`${name} answered an error: ${text}`);
-  if (!result.structuredContent) throw new Error(`${name} answered without structuredContent: ${text}`);
+  if (!result.structuredContent)
+    throw new Error(`${name} answered without structuredContent: ${text}`);
   expectSameText(result.structuredContent, text);
   return result.structuredContent;
 }
 
 /** The raw answer, for tests that expect isError. */
-export async function callToolRaw(client: Client, name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> {
+export async function callToolRaw(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<CallToolResult> {
   return (await client.callTool({ name, arguments: args })) as CallToolResult;
 }
 
@@ -112,7 +118,8 @@ export async function runningClaudePids(): Promise<number[]> {
     const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
     // State Z (zombie) has exited: it only waits to be reaped by its parent.
     const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    if (cmdline.includes('claude') && cmdline.includes('stream-json') && state !== 'Z') pids.push(Number(entry));
+    if (cmdline.includes('claude') && cmdline.includes('stream-json') && state !== 'Z')
+      pids.push(Number(entry));
   }
   return pids;
 }

@@ -1,0 +1,94 @@
+/**
+ * normalizeRequest on Claude Code's real first request (35–49 KB, one system message to fold) and on a 1 MB
+ * body with nothing to rewrite, against the two baselines any inspection of the body pays: JSON.parse alone, and
+ * parse + re-serialise (what a relay that always rewrites would pay). The 1 MB case must take the fast path (the
+ * body forwarded as the same bytes, never re-serialised): asserted before anything is timed.
+ */
+import { readFileSync } from 'node:fs';
+import { bench, describe } from 'vitest';
+import { foldSystemMessages } from '../src/shim/fold-system.js';
+import {
+  normalizeRequest,
+  type AnthropicRequest,
+  type NormalizeRoute,
+} from '../src/shim/normalize.js';
+
+const route: NormalizeRoute = { backend: 'llama.cpp', servedId: 'qwen-test' };
+
+function fixtureBody(name: string): Buffer {
+  const fixture = JSON.parse(
+    readFileSync(new URL(`../../shared/fixtures/claude-code/${name}`, import.meta.url), 'utf8'),
+  ) as { body: unknown };
+  return Buffer.from(JSON.stringify(fixture.body));
+}
+
+const firstTurn = fixtureBody('first-turn-request.json');
+
+/** The first turn as the shim forwards it, plus one tool round whose result is a ~1 MB file: nothing left to rewrite. */
+function megabyteBody(): Buffer {
+  const folded = normalizeRequest(firstTurn, route);
+  if (folded.kind !== 'rewritten') throw new Error('the first turn should need a rewrite');
+  const request = JSON.parse(folded.body.toString('utf8')) as AnthropicRequest;
+  const line = 'export const value = "the quick brown fox jumps over the lazy dog";\n';
+  request.messages.push(
+    {
+      role: 'assistant',
+      content: [{ type: 'tool_use', id: 't1', name: 'Read', input: { file_path: '/w/big.ts' } }],
+    },
+    {
+      role: 'user',
+      content: [
+        {
+          type: 'tool_result',
+          tool_use_id: 't1',
+          content: line.repeat(Math.ceil(1_000_000 / line.length)),
+        },
+      ],
+    },
+  );
+  return Buffer.from(JSON.stringify(request));
+}
+
+const megabyte = megabyteBody();
+
+// Equal outputs before timing: the fast path forwards the very bytes; the fold matches foldSystemMessages.
+const untouched = normalizeRequest(megabyte, route);
+if (untouched.kind !== 'untouched')
+  throw new Error(`1 MB body: expected the fast path, got ${untouched.kind}`);
+const rewritten = normalizeRequest(firstTurn, route);
+if (rewritten.kind !== 'rewritten') throw new Error('first turn: expected a rewrite');
+const expectedMessages = foldSystemMessages(
+  (JSON.parse(firstTurn.toString('utf8')) as AnthropicRequest).messages,
+).messages;
+const forwardedMessages = (JSON.parse(rewritten.body.toString('utf8')) as AnthropicRequest)
+  .messages;
+if (JSON.stringify(forwardedMessages) !== JSON.stringify(expectedMessages))
+  throw new Error('first turn: fold differs');
+process.stdout.write(
+  `normalize: first turn ${firstTurn.length} B → ${rewritten.body.length} B (${rewritten.rewrites.join(', ')}); ` +
+    `${megabyte.length} B body forwarded untouched (fast path)\n`,
+);
+
+describe(`1 MB body with nothing to rewrite (${(megabyte.length / 1e6).toFixed(2)} MB)`, () => {
+  bench('baseline: JSON.parse only', () => {
+    JSON.parse(megabyte.toString('utf8'));
+  });
+  bench('normalizeRequest (fast path)', () => {
+    normalizeRequest(megabyte, route);
+  });
+  bench('baseline: parse + re-serialise', () => {
+    Buffer.from(JSON.stringify(JSON.parse(megabyte.toString('utf8'))));
+  });
+});
+
+describe(`Claude Code first turn (${(firstTurn.length / 1e3).toFixed(1)} KB, system message folded)`, () => {
+  bench('baseline: JSON.parse only', () => {
+    JSON.parse(firstTurn.toString('utf8'));
+  });
+  bench('normalizeRequest (fold + billing)', () => {
+    normalizeRequest(firstTurn, route);
+  });
+  bench('baseline: parse + re-serialise', () => {
+    Buffer.from(JSON.stringify(JSON.parse(firstTurn.toString('utf8'))));
+  });
+});

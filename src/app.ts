@@ -1,0 +1,90 @@
+import type { Diagnostics } from './diagnostics.js';
+import { createRunner, type Runner } from './jobs/runner.js';
+import type { ReadyEndpoint } from './jobs/active-job.js';
+import { createJobStore, type JobStore } from './jobs/store.js';
+import { createMcpServer } from './mcp/server.js';
+import type { ConfigPaths } from './registry/config.js';
+import { createRegistry, type Registry, type Resolution } from './registry/registry.js';
+import { createShim, type Shim } from './shim/server.js';
+
+export interface AppOptions {
+  stateDir: string;
+  configPaths: ConfigPaths;
+  /** The server's environment: read for API keys and passed (without Anthropic credentials) to `claude`. */
+  env: NodeJS.ProcessEnv;
+  diagnostics: Diagnostics;
+  /** Where run_agent runs without a cwd argument (default process.cwd()). */
+  cwd?: string;
+  /** The user's own `claude` instead of the SDK's bundled one. */
+  claudePath?: string | undefined;
+}
+
+export interface App {
+  registry: Registry;
+  runner: Runner<Resolution>;
+  store: JobStore;
+  /** A new MCP server on this app's parts; connect a transport to it. */
+  createMcpServer(): ReturnType<typeof createMcpServer>;
+  /** Interrupted jobs of dead servers and reaped orphans, found at start. */
+  recovered: Promise<{ interrupted: string[]; reaped: number[] }>;
+  /** Stops every running job (recording it), then the shim. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** The ready part of a resolution, as a job needs it. */
+export function readyEndpoint(
+  resolution: Resolution,
+): (ReadyEndpoint & { warnings: string[] }) | undefined {
+  if (resolution.kind !== 'ready') return undefined;
+  return {
+    endpoint: resolution.endpoint,
+    servedId: resolution.servedId,
+    servedIds: resolution.probe.models,
+    apiKey: resolution.apiKey,
+    apiKeyEnv: resolution.endpoint.api_key_env,
+    contextTokens: resolution.contextTokens,
+    contextSource: resolution.contextSource,
+    warnings: resolution.warnings,
+  };
+}
+
+/** The composition root: registry, job store, runner, a lazily started shim, and MCP servers over them. */
+export function createApp(options: AppOptions): App {
+  const registry = createRegistry({
+    paths: options.configPaths,
+    env: options.env,
+    diagnostics: options.diagnostics,
+  });
+  const store = createJobStore(options.stateDir);
+  // The shim listens only once a job needs it: `serve` answers list_models without opening a port.
+  let shim: Promise<Shim> | undefined;
+  const runner = createRunner<Resolution>({
+    stateDir: options.stateDir,
+    store,
+    registry,
+    shim: () => (shim ??= createShim({ diagnostics: options.diagnostics })),
+    baseEnv: options.env,
+    diagnostics: options.diagnostics,
+    claudePath: options.claudePath,
+    readyOf: readyEndpoint,
+  });
+  const recovered = runner.recover().catch((error: unknown) => {
+    options.diagnostics.warn(`could not check earlier jobs: ${String(error)}`);
+    return { interrupted: [], reaped: [] };
+  });
+  let closing: Promise<void> | undefined;
+  const cwd = options.cwd ?? process.cwd();
+  return {
+    registry,
+    runner,
+    store,
+    recovered,
+    createMcpServer: () => createMcpServer({ registry, runner, store, cwd }),
+    close: () =>
+      (closing ??= (async () => {
+        await recovered;
+        await runner.close();
+        if (shim) await (await shim).close();
+      })()),
+  };
+}

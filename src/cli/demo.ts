@@ -1,0 +1,132 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createApp } from '../app.js';
+import { createDiagnostics } from '../diagnostics.js';
+import { startEmulator } from '../emulator/emulator.js';
+import { runGit } from '../jobs/git.js';
+import type { JobRecord } from '../jobs/job.js';
+import { JOB_FILES } from '../jobs/store.js';
+import { configPaths } from '../registry/config.js';
+import { parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
+import { describeBackend, renderJob, renderProgress } from './render-jobs.js';
+
+const TASK = 'Create hello.txt with a greeting, then show its content with cat to verify it.';
+const GIT_IDENTITY = [
+  '-c',
+  'user.name=localagents demo',
+  '-c',
+  'user.email=demo@localagents.invalid',
+];
+
+async function makeRepo(root: string): Promise<string> {
+  const repo = join(root, 'demo-repo');
+  await mkdir(repo, { recursive: true });
+  await writeFile(
+    join(repo, 'README.md'),
+    '# demo repository\n\nlocalagents demo: a worktree job adds a file here.\n',
+  );
+  await runGit(repo, ['init', '-q', '-b', 'main']);
+  await runGit(repo, ['add', '-A']);
+  await runGit(repo, [...GIT_IDENTITY, 'commit', '-q', '-m', 'initial']);
+  return repo;
+}
+
+function section(context: CommandContext, title: string, body: string): void {
+  context.stdout.write(
+    `\n── ${title} ${'─'.repeat(Math.max(0, 60 - title.length))}\n${body.trimEnd()}\n`,
+  );
+}
+
+/** `localagents demo`: the whole pipeline on the emulator, in a temp dir, in well under a minute. */
+export const runDemo: CommandRun = async (context) => {
+  const { values } = parseCommandArgs('demo', context.args, { keep: { type: 'boolean' } });
+  const started = Date.now();
+  context.stdout.write(
+    'localagents demo: the model is a scripted emulator (llama-server look-alike, no GPU, no network);\n' +
+      'everything else is real: the claude binary, the shim, the job runner, git worktrees and the records.\n',
+  );
+  const root = await mkdtemp(join(tmpdir(), 'localagents-demo-'));
+  const emulator = await startEmulator({ metrics: true });
+  try {
+    const repo = await makeRepo(root);
+    const stateDir = join(root, 'state');
+    const configFile = join(root, 'models.yaml');
+    await writeFile(
+      configFile,
+      `defaults:\n  timeout_s: 120\nendpoints:\n  emulator:\n    base_url: ${emulator.url}\n    backend: llama.cpp\n    host: this machine (scripted emulator)\n`,
+    );
+    // A private HOME for claude: nothing of the user's Claude Code settings or history is read or written.
+    const env = {
+      ...context.env,
+      HOME: join(root, 'home'),
+      XDG_CONFIG_HOME: join(root, 'home', '.config'),
+    };
+    await mkdir(join(root, 'home', '.claude'), { recursive: true });
+    const app = createApp({
+      stateDir,
+      configPaths: configPaths({ configFlag: configFile, cwd: root, env }),
+      env,
+      diagnostics: createDiagnostics({ write: (line) => context.stderr.write(line) }),
+      cwd: repo,
+    });
+    try {
+      context.stdout.write(
+        `emulator: ${emulator.url}\nrepository: ${repo}\nstate: ${stateDir}\ntask: ${TASK}\n\n`,
+      );
+      const outcome = await app.runner.start({ task: TASK, cwd: repo, isolation: 'worktree' });
+      if (outcome.kind === 'not_ready') {
+        context.stderr.write(
+          `localagents demo: the emulator endpoint is not ready: ${JSON.stringify(outcome.resolution)}\n`,
+        );
+        return 1;
+      }
+      let lastLine = '';
+      const show = (record: JobRecord): void => {
+        const line = renderProgress(record).replace(/^\[[^\]]*\] /, '');
+        if (line !== lastLine) context.stdout.write(`  ${renderProgress(record)}\n`);
+        lastLine = line;
+      };
+      let record = outcome.record;
+      while (record.finished_at === null) record = await app.runner.wait(record.id, 60_000, show);
+      section(context, `job ${record.id}`, renderJob(record));
+      const transcript = await app.store.tail(record.id, JOB_FILES.transcript, 24);
+      section(context, 'transcript (last lines)', transcript);
+      section(
+        context,
+        'request log (requests.jsonl, written by the shim)',
+        record.backend ? describeBackend(record.backend).join('\n') : 'no request log',
+      );
+      const stat = record.worktree?.diffstat;
+      const statLines = stat
+        ? [
+            `${stat.files_changed} file(s) changed, +${stat.insertions} -${stat.deletions} on ${record.worktree?.branch ?? '?'}`,
+            ...stat.files.map(
+              (file) =>
+                `  ${file.path} | +${file.insertions ?? '?'} -${file.deletions ?? '?'}${file.untracked ? ' (new file)' : ''}`,
+            ),
+          ]
+        : ['(no changes: the worktree was removed)'];
+      const userTree = (await runGit(repo, ['status', '--porcelain'])).stdout.trim();
+      statLines.push(
+        `your repository ${repo}: ${userTree === '' ? 'untouched (clean)' : `changed!\n${userTree}`}`,
+      );
+      section(context, 'diffstat', statLines.join('\n'));
+      section(
+        context,
+        'record',
+        `job.json, transcript.txt, events.jsonl and requests.jsonl are in ${app.store.jobDir(record.id)}${values.keep ? '' : ' (removed at exit; --keep keeps them)'}`,
+      );
+      context.stdout.write(
+        `\n${record.status === 'succeeded' ? 'demo succeeded' : `demo FAILED: ${record.status}`} in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+      );
+      return record.status === 'succeeded' ? 0 : 1;
+    } finally {
+      await app.close();
+    }
+  } finally {
+    await emulator.close();
+    if (values.keep) context.stdout.write(`kept ${root}\n`);
+    else await rm(root, { recursive: true, force: true });
+  }
+};

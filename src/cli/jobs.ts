@@ -1,0 +1,172 @@
+import { open, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { LocalAgentsError } from '../errors.js';
+import { validateJobId } from '../jobs/ids.js';
+import { isTerminalStatus } from '../jobs/job.js';
+import { JOB_FILES } from '../jobs/store.js';
+import { computeDiff } from '../jobs/worktree.js';
+import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
+import { APP_OPTIONS, openApp } from './open-app.js';
+import { renderJob, renderJobTable } from './render-jobs.js';
+
+const FOLLOW_INTERVAL_MS = 250;
+
+function jobArgument(command: string, positionals: string[]): string {
+  const [id] = positionals;
+  if (id === undefined) {
+    throw new LocalAgentsError('BAD_ARGUMENT', `localagents ${command}: the job id is missing`, {
+      hint: 'list the jobs with `localagents jobs`',
+    });
+  }
+  return validateJobId(id, 'job id');
+}
+
+/** `localagents jobs`: the job records, newest first. */
+export const runJobs: CommandRun = async (context) => {
+  const { values } = parseCommandArgs('jobs', context.args, {
+    ...APP_OPTIONS,
+    json: { type: 'boolean' },
+    all: { type: 'boolean' },
+  });
+  const app = openApp(context, values);
+  try {
+    await app.recovered;
+    const records = (await app.runner.list(true)).reverse();
+    const shown = values.all ? records : records.slice(0, 30);
+    if (values.json) context.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
+    else context.stdout.write(`${renderJobTable(shown)}\n`);
+    return 0;
+  } finally {
+    await app.close();
+  }
+};
+
+/** `localagents show <job>`: one record, for people or (--json) as job.json. */
+export const runShow: CommandRun = async (context) => {
+  const { values, positionals } = parseCommandArgs(
+    'show',
+    context.args,
+    { ...APP_OPTIONS, json: { type: 'boolean' } },
+    true,
+  );
+  const id = jobArgument('show', positionals);
+  const app = openApp(context, values);
+  try {
+    const record = await app.runner.get(id);
+    context.stdout.write(
+      values.json ? `${JSON.stringify(record, null, 2)}\n` : `${renderJob(record)}\n`,
+    );
+    return 0;
+  } finally {
+    await app.close();
+  }
+};
+
+/** Copies the transcript from `offset` to stdout; returns the new offset. Streams, never reads it whole. */
+async function copyFrom(path: string, offset: number, context: CommandContext): Promise<number> {
+  const handle = await open(path, 'r').catch(() => undefined);
+  if (!handle) return offset;
+  try {
+    const buffer = Buffer.alloc(64 * 1024);
+    let position = offset;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+      if (bytesRead === 0) return position;
+      context.stdout.write(buffer.subarray(0, bytesRead));
+      position += bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/** `localagents log <job> [-f]`: the transcript; -f follows it until the job ends. */
+export const runLog: CommandRun = async (context) => {
+  const { values, positionals } = parseCommandArgs(
+    'log',
+    context.args,
+    {
+      ...APP_OPTIONS,
+      follow: { type: 'boolean', short: 'f' },
+      lines: { type: 'string', short: 'n' },
+    },
+    true,
+  );
+  const id = jobArgument('log', positionals);
+  const app = openApp(context, values);
+  try {
+    const record = await app.runner.get(id);
+    const path = join(app.store.jobDir(record.id), JOB_FILES.transcript);
+    if (values.lines !== undefined) {
+      const tail = await app.store.tail(
+        id,
+        JOB_FILES.transcript,
+        integerFlag('log', 'lines', values.lines, 80),
+      );
+      context.stdout.write(tail.length > 0 ? `${tail}\n` : '');
+      if (!values.follow) return 0;
+    }
+    let offset =
+      values.lines === undefined
+        ? 0
+        : await stat(path).then(
+            (info) => info.size,
+            () => 0,
+          );
+    for (;;) {
+      offset = await copyFrom(path, offset, context);
+      if (!values.follow || context.signal.aborted) return 0;
+      const current = await app.store.read(id);
+      if (isTerminalStatus(current.status)) {
+        await copyFrom(path, offset, context);
+        return 0;
+      }
+      await new Promise((resolve) => setTimeout(resolve, FOLLOW_INTERVAL_MS));
+    }
+  } finally {
+    await app.close();
+  }
+};
+
+/** `localagents diff <job>`: the worktree diff against its base, new files included. */
+export const runDiff: CommandRun = async (context) => {
+  const { values, positionals } = parseCommandArgs('diff', context.args, APP_OPTIONS, true);
+  const id = jobArgument('diff', positionals);
+  const app = openApp(context, values);
+  try {
+    const record = await app.runner.get(id);
+    const worktree = record.worktree;
+    if (!worktree || worktree.state === 'removed') {
+      context.stderr.write(
+        worktree
+          ? `job ${id} changed nothing; its worktree was removed\n`
+          : `job ${id} ran without a worktree; files it edited: ${record.files_touched.join(', ') || 'none'}\n`,
+      );
+      return 0;
+    }
+    context.stdout.write(await computeDiff(worktree.path, worktree.base_commit));
+    return 0;
+  } finally {
+    await app.close();
+  }
+};
+
+/** `localagents cancel <job>`: stops a job, also one run by another process (its server or `run`). */
+export const runCancel: CommandRun = async (context) => {
+  const { values, positionals } = parseCommandArgs(
+    'cancel',
+    context.args,
+    { ...APP_OPTIONS, json: { type: 'boolean' } },
+    true,
+  );
+  const id = jobArgument('cancel', positionals);
+  const app = openApp(context, values);
+  try {
+    const record = await app.runner.cancel(id);
+    if (values.json) context.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
+    else context.stdout.write(`job ${id}: ${record.status}\n`);
+    return isTerminalStatus(record.status) ? 0 : 1;
+  } finally {
+    await app.close();
+  }
+};

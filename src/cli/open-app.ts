@@ -1,0 +1,31 @@
+import { createApp, type App } from '../app.js';
+import { createDiagnostics } from '../diagnostics.js';
+import { resolveStateDir } from '../paths.js';
+import { configPaths } from '../registry/config.js';
+import type { CommandContext } from './context.js';
+
+/** Options every job command shares. */
+export const APP_OPTIONS = {
+  config: { type: 'string' },
+  'claude-path': { type: 'string' },
+} as const;
+
+/** The app for one CLI command: state dir and config from the environment, diagnostics to the command's stderr. */
+export function openApp(
+  context: CommandContext,
+  values: { config?: string | undefined; 'claude-path'?: string | undefined },
+): App {
+  const env = context.env;
+  return createApp({
+    stateDir: resolveStateDir(env),
+    configPaths: configPaths({
+      cwd: context.cwd,
+      env,
+      ...(values.config ? { configFlag: values.config } : {}),
+    }),
+    env,
+    diagnostics: createDiagnostics({ write: (line) => context.stderr.write(line) }),
+    cwd: context.cwd,
+    claudePath: values['claude-path'] ?? env.LOCALAGENTS_CLAUDE_PATH,
+  });
+}

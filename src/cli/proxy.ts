@@ -1,0 +1,199 @@
+import { join } from 'node:path';
+import { createDiagnostics } from '../diagnostics.js';
+import { LocalAgentsError } from '../errors.js';
+import { resolveStateDir } from '../paths.js';
+import { configPaths } from '../registry/config.js';
+import type { BackendKind } from '../registry/config-types.js';
+import { probeEndpoint } from '../registry/probe.js';
+import { createRegistry } from '../registry/registry.js';
+import { createShim, type RouteConfig } from '../shim/server.js';
+import {
+  integerFlag,
+  parseCommandArgs,
+  waitForAbort,
+  type CommandContext,
+  type CommandRun,
+} from './context.js';
+
+const OPTIONS = {
+  endpoint: { type: 'string' },
+  'base-url': { type: 'string' },
+  model: { type: 'string' },
+  backend: { type: 'string' },
+  'api-key-env': { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'log-dir': { type: 'string' },
+  'dump-requests': { type: 'boolean' },
+  'keepalive-s': { type: 'string' },
+  'probe-timeout-s': { type: 'string' },
+  config: { type: 'string' },
+} as const;
+
+type Values = ReturnType<typeof parseProxyArgs>;
+
+function parseProxyArgs(args: string[]) {
+  return parseCommandArgs('proxy', args, OPTIONS).values;
+}
+
+function backendFlag(value: string | undefined): BackendKind {
+  if (value === undefined) return 'other';
+  if (value === 'llama.cpp' || value === 'vllm' || value === 'other') return value;
+  throw new LocalAgentsError(
+    'BAD_ARGUMENT',
+    `localagents proxy: --backend must be llama.cpp, vllm or other (got "${value}")`,
+  );
+}
+
+/** The backend of a configured endpoint, through the registry (which probes it and picks the served id). */
+async function routeForEndpoint(
+  context: CommandContext,
+  values: Values,
+  name: string,
+): Promise<RouteConfig> {
+  const paths = configPaths({
+    cwd: context.cwd,
+    env: context.env,
+    ...(values.config ? { configFlag: values.config } : {}),
+  });
+  const registry = createRegistry({ paths, env: context.env, diagnostics: createDiagnostics() });
+  const resolution = await registry.resolve(
+    { endpoint: name, ...(values.model ? { model: values.model } : {}) },
+    context.signal,
+  );
+  if (resolution.kind !== 'ready') {
+    throw new LocalAgentsError(
+      resolution.kind === 'config_error' ? 'CONFIG_INVALID' : 'MODEL_NOT_RUNNING',
+      resolution.message,
+    );
+  }
+  const { endpoint, probe } = resolution;
+  return {
+    backendUrl: endpoint.base_url,
+    backend: probe.backend,
+    servedId: resolution.servedId,
+    servedIds: probe.models,
+    ...(resolution.contextTokens > 0 ? { contextTokens: resolution.contextTokens } : {}),
+    ...(resolution.apiKey ? { apiKey: resolution.apiKey } : {}),
+    ...(endpoint.api_key_env ? { apiKeyEnv: endpoint.api_key_env } : {}),
+    endpointName: endpoint.name,
+  };
+}
+
+/** A bare URL: probed for its backend kind, served ids and window (backends.md §3, registry items 2–3). */
+async function routeForUrl(
+  context: CommandContext,
+  values: Values,
+  baseUrl: string,
+): Promise<RouteConfig> {
+  const apiKeyEnv = values['api-key-env'];
+  const timeoutS = integerFlag('proxy', 'probe-timeout-s', values['probe-timeout-s'], 5);
+  const probe = await probeEndpoint(
+    {
+      name: 'cli',
+      base_url: baseUrl,
+      backend: backendFlag(values.backend),
+      env: {},
+      ...(apiKeyEnv ? { api_key_env: apiKeyEnv } : {}),
+    },
+    { timeoutMs: timeoutS * 1000, env: context.env, signal: context.signal },
+  );
+  if (!probe.up) {
+    throw new LocalAgentsError(
+      'ENDPOINT_UNREACHABLE',
+      `localagents proxy: ${baseUrl}: ${probe.error ?? probe.status}`,
+      {
+        hint: 'start the server, or check --base-url (e.g. http://127.0.0.1:8080, without /v1)',
+      },
+    );
+  }
+  const servedId = values.model ?? probe.models[0];
+  if (servedId === undefined) {
+    throw new LocalAgentsError(
+      'ENDPOINT_UNREACHABLE',
+      `localagents proxy: ${baseUrl} serves no model`,
+    );
+  }
+  const contextTokens = probe.context[servedId] ?? Object.values(probe.context)[0];
+  const apiKey = apiKeyEnv ? context.env[apiKeyEnv] : undefined;
+  return {
+    backendUrl: baseUrl,
+    backend: probe.backend,
+    servedId,
+    servedIds: probe.models,
+    ...(contextTokens ? { contextTokens } : {}),
+    ...(apiKey ? { apiKey } : {}),
+    ...(apiKeyEnv ? { apiKeyEnv } : {}),
+  };
+}
+
+function shellValue(value: string): string {
+  return /^[\w./:@%+=,-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** What a user exports before running `claude` against the proxy (the same settings jobs get). */
+export function proxyEnvironment(baseUrl: string, route: RouteConfig): Array<[string, string]> {
+  const lines: Array<[string, string]> = [
+    ['ANTHROPIC_BASE_URL', baseUrl],
+    // Any value: the shim drops it and sends the endpoint's own key, if any.
+    ['ANTHROPIC_API_KEY', 'localagents'],
+    ['ANTHROPIC_MODEL', route.servedId],
+    ['ANTHROPIC_DEFAULT_OPUS_MODEL', route.servedId],
+    ['ANTHROPIC_DEFAULT_SONNET_MODEL', route.servedId],
+    ['ANTHROPIC_DEFAULT_HAIKU_MODEL', route.servedId],
+    ['ANTHROPIC_SMALL_FAST_MODEL', route.servedId],
+    ['CLAUDE_CODE_SUBAGENT_MODEL', route.servedId],
+    ['CLAUDE_CODE_ATTRIBUTION_HEADER', '0'],
+  ];
+  if (route.contextTokens) {
+    lines.push(['CLAUDE_CODE_MAX_CONTEXT_TOKENS', String(route.contextTokens)]);
+    // Claude Code asks for 32000 output tokens (128000 after a max_tokens stop); small windows need less.
+    if (route.contextTokens < 128_000)
+      lines.push(['CLAUDE_CODE_MAX_OUTPUT_TOKENS', String(Math.floor(route.contextTokens / 8))]);
+  }
+  return lines;
+}
+
+/** `localagents proxy`: the shim alone for an interactive `claude`; prints the env to export, serves until Ctrl-C. */
+export const runProxy: CommandRun = async (context) => {
+  const values = parseProxyArgs(context.args);
+  const endpoint = values.endpoint;
+  const baseUrl = values['base-url'];
+  if ((endpoint === undefined) === (baseUrl === undefined)) {
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      'localagents proxy: give exactly one of --endpoint NAME and --base-url URL',
+      {
+        hint: 'for example: localagents proxy --base-url http://127.0.0.1:8080',
+      },
+    );
+  }
+  const port = integerFlag('proxy', 'port', values.port, 0);
+  const keepaliveS = integerFlag('proxy', 'keepalive-s', values['keepalive-s'], 15);
+  const route =
+    endpoint !== undefined
+      ? await routeForEndpoint(context, values, endpoint)
+      : await routeForUrl(context, values, baseUrl ?? '');
+  const logDir = values['log-dir'] ?? join(resolveStateDir(context.env), 'proxy');
+  const diagnostics = createDiagnostics();
+  const shim = await createShim({ host: values.host ?? '127.0.0.1', port, diagnostics });
+  try {
+    const added = shim.addRoute({
+      ...route,
+      logDir,
+      dumpFullRequests: values['dump-requests'] === true,
+      keepaliveMs: keepaliveS * 1000,
+    });
+    for (const [name, value] of proxyEnvironment(added.baseUrl, route))
+      context.stdout.write(`${name}=${shellValue(value)}\n`);
+    context.stderr.write(
+      `localagents proxy: ${route.servedId} on ${route.backendUrl} (${route.backend}${route.contextTokens ? `, ${route.contextTokens}-token window` : ''}); ` +
+        `requests logged to ${join(logDir, 'requests.jsonl')}. Export the lines above where you run claude; Ctrl-C stops.\n`,
+    );
+    await waitForAbort(context.signal);
+    await added.close();
+  } finally {
+    await shim.close();
+  }
+  return 0;
+};

@@ -1,0 +1,119 @@
+import type { BackendFigures, JobRecord } from '../jobs/job.js';
+import { summarizeJob } from '../jobs/record.js';
+
+function elapsedSeconds(record: JobRecord, now: Date): string {
+  const summary = summarizeJob(record, now);
+  return summary.elapsed_s === null ? '-' : `${summary.elapsed_s.toFixed(1)}s`;
+}
+
+function clip(text: string, width: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= width ? flat : `${flat.slice(0, width - 1)}…`;
+}
+
+/** `localagents jobs`: one row per job, newest first. */
+export function renderJobTable(records: JobRecord[], now: Date = new Date()): string {
+  if (records.length === 0)
+    return 'no jobs yet: start one with `localagents run "<task>"` or run_agent';
+  const rows = records.map((record) => [
+    record.id,
+    record.status,
+    record.served_model ?? record.requested_model ?? '-',
+    elapsedSeconds(record, now),
+    String(record.files_touched.length),
+    clip(record.task, 50),
+  ]);
+  const header = ['ID', 'STATUS', 'MODEL', 'TIME', 'FILES', 'TASK'];
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
+  );
+  const line = (cells: string[]): string =>
+    cells
+      .map((cell, column) =>
+        column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0),
+      )
+      .join('  ');
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+export function describeBackend(figures: BackendFigures): string[] {
+  const lines = [
+    `requests: ${figures.requests} (${figures.failed_requests} failed)`,
+    `prompt tokens: ${figures.prompt_tokens}, cached ${figures.cached_tokens}${figures.cache_hit_rate === null ? '' : ` (cache hit rate ${Math.round(figures.cache_hit_rate * 100)}%)`}`,
+    `generated tokens: ${figures.generated_tokens}`,
+    `prefix: ${figures.prefix_extends} prompts extended the previous one, ${figures.prefix_breaks} changed it`,
+    `rewrites: ${
+      Object.entries(figures.rewrites)
+        .map(([name, count]) => `${name} ×${count}`)
+        .join(', ') || 'none'
+    }`,
+  ];
+  if (figures.speed_scope !== 'unavailable') {
+    const scope =
+      figures.speed_scope === 'server_wide' ? ' (server-wide: other jobs overlapped)' : '';
+    lines.push(
+      `speed: prompt ${figures.prompt_tokens_per_s ?? '-'} tok/s, generation ${figures.generation_tokens_per_s ?? '-'} tok/s${scope}`,
+    );
+  }
+  return lines;
+}
+
+/** `localagents show` and the end of `localagents run`: the record for people. */
+export function renderJob(record: JobRecord, now: Date = new Date()): string {
+  const lines = [
+    `job ${record.id}: ${record.status}${record.possible_no_op ? ' (possible no-op: no edits and no real report)' : ''}`,
+    `task: ${clip(record.task, 200)}`,
+    `model: ${record.served_model ?? record.requested_model ?? '-'} on ${record.endpoint ?? '-'} (window ${record.context_tokens ?? '?'} tokens, ${record.context_source ?? '?'})`,
+    `cwd: ${record.run_cwd}${record.run_cwd === record.cwd ? '' : ` (for ${record.cwd})`}`,
+    `time: ${elapsedSeconds(record, now)}, ${record.turns} turns, ${record.tool_calls} tool calls`,
+    `files touched: ${record.files_touched.join(', ') || 'none'}`,
+  ];
+  if (record.resumed_from) lines.push(`resumed from: ${record.resumed_from}`);
+  if (record.last_activity && !record.finished_at)
+    lines.push(`last activity: ${record.last_activity.text}`);
+  if (record.result_text)
+    lines.push(
+      'result:',
+      ...record.result_text
+        .trim()
+        .split('\n')
+        .map((line) => `  ${line}`),
+    );
+  if (record.error) lines.push(`error (${record.error.kind}): ${record.error.message}`);
+  const worktree = record.worktree;
+  if (worktree) {
+    lines.push(
+      `worktree: ${worktree.state} ${worktree.path} on ${worktree.branch} (base ${worktree.base_commit.slice(0, 12)})`,
+    );
+    if (worktree.diffstat) {
+      const stat = worktree.diffstat;
+      lines.push(
+        `diffstat: ${stat.files_changed} files changed, +${stat.insertions} -${stat.deletions}`,
+      );
+      for (const file of stat.files) {
+        lines.push(
+          `  ${file.path}  +${file.insertions ?? '?'} -${file.deletions ?? '?'}${file.untracked ? ' (new)' : ''}`,
+        );
+      }
+    }
+    if (worktree.review) {
+      lines.push(
+        `review: ${worktree.review.diff}`,
+        `merge:  ${worktree.review.merge}`,
+        `drop:   ${worktree.review.drop}`,
+      );
+    }
+  }
+  if (record.backend)
+    lines.push('backend:', ...describeBackend(record.backend).map((line) => `  ${line}`));
+  for (const warning of record.warnings) lines.push(`warning: ${warning}`);
+  return lines.join('\n');
+}
+
+/** One progress line: elapsed time, turn, last activity. */
+export function renderProgress(record: JobRecord, now: Date = new Date()): string {
+  const activity =
+    record.last_activity?.text ??
+    (record.status === 'queued' ? 'starting' : 'waiting for the model');
+  return `[${elapsedSeconds(record, now)}] ${record.status} · turn ${record.turns} · ${clip(activity, 90)}`;
+}

@@ -1,0 +1,82 @@
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import {
+  computeBackendFigures,
+  describeFigures,
+  parsePrometheus,
+  speedsFromMetrics,
+} from './backend-figures.js';
+
+const llamaFixtures = new URL('../../../shared/fixtures/llama.cpp/', import.meta.url);
+
+async function metricsBody(name: string): Promise<string> {
+  const parsed = JSON.parse(await readFile(new URL(name, llamaFixtures), 'utf8')) as {
+    response: { body_raw: string };
+  };
+  return parsed.response.body_raw;
+}
+
+const log = [
+  {
+    status: 200,
+    usage: { input_tokens: 1000, output_tokens: 50, cache_read_input_tokens: 0 },
+    rewrites: ['fold_system'],
+    prefix: { kind: 'extends' },
+  },
+  {
+    status: 200,
+    usage: { input_tokens: 200, output_tokens: 30, cache_read_input_tokens: 1000 },
+    rewrites: [],
+    prefix: { kind: 'extends' },
+  },
+  {
+    status: 400,
+    usage: null,
+    rewrites: ['fold_system'],
+    prefix: { kind: 'changed', changed_at: 2 },
+  },
+]
+  .map((line) => JSON.stringify(line))
+  .join('\n');
+
+describe('computeBackendFigures', () => {
+  it('sums requests, prompt, cached and generated tokens from the request log', () => {
+    const figures = computeBackendFigures({ requestLog: `${log}\nnot json\n`, overlapped: false });
+    expect(figures.requests).toBe(3);
+    expect(figures.failed_requests).toBe(1);
+    expect(figures.prompt_tokens).toBe(2200);
+    expect(figures.cached_tokens).toBe(1000);
+    expect(figures.cache_hit_rate).toBe(0.455);
+    expect(figures.generated_tokens).toBe(80);
+    expect(figures.rewrites).toEqual({ fold_system: 2 });
+    expect(figures.prefix_breaks).toBe(1);
+    expect(figures.prefix_extends).toBe(2);
+    expect(figures.speed_scope).toBe('unavailable');
+  });
+
+  it('computes llama.cpp speeds from /metrics deltas and labels overlapping jobs server-wide', async () => {
+    const before = parsePrometheus(await metricsBody('A07-get-metrics-before.json'));
+    const after = parsePrometheus(await metricsBody('A81-get-metrics-after.json'));
+    const figures = computeBackendFigures({ requestLog: log, before, after, overlapped: true });
+    expect(figures.prompt_tokens_per_s).toBe(9589.5);
+    expect(figures.generation_tokens_per_s).toBe(374.7);
+    expect(figures.speed_scope).toBe('server_wide');
+    expect(describeFigures(figures)).toContain('server-wide');
+  });
+});
+
+describe('speedsFromMetrics', () => {
+  it('reads vLLM counters over the prefill and decode histogram sums, summing labelled series', () => {
+    const before = parsePrometheus(
+      'vllm:prompt_tokens_total{model_name="m"} 100\nvllm:request_prefill_time_seconds_sum{model_name="m"} 1\nvllm:generation_tokens_total{model_name="m"} 10\nvllm:request_decode_time_seconds_sum{model_name="m"} 1\n',
+    );
+    const after = parsePrometheus(
+      'vllm:prompt_tokens_total{model_name="m"} 1100\nvllm:request_prefill_time_seconds_sum{model_name="m"} 2\nvllm:generation_tokens_total{model_name="m"} 210\nvllm:request_decode_time_seconds_sum{model_name="m"} 5\n',
+    );
+    expect(speedsFromMetrics(before, after)).toEqual({ prompt: 1000, generation: 50 });
+  });
+
+  it('answers undefined without a snapshot', () => {
+    expect(speedsFromMetrics(undefined, new Map())).toBeUndefined();
+  });
+});

@@ -1,0 +1,164 @@
+import { z } from 'zod';
+import type { BackendFigures } from './job.js';
+
+/** One requests.jsonl line as the shim writes it, read loosely: only the fields the figures need. */
+const requestLine = z.looseObject({
+  status: z.number().optional(),
+  usage: z
+    .looseObject({
+      input_tokens: z.number().nullable().optional(),
+      output_tokens: z.number().nullable().optional(),
+      cache_read_input_tokens: z.number().nullable().optional(),
+    })
+    .nullable()
+    .optional(),
+  rewrites: z.array(z.string()).optional(),
+  prefix: z.looseObject({ kind: z.string() }).nullable().optional(),
+});
+
+export type MetricsSnapshot = Map<string, number>;
+
+/** Sums every sample of each metric name (vLLM labels its series by model). Prometheus text format 0.0.4. */
+export function parsePrometheus(text: string): MetricsSnapshot {
+  const totals = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line.length === 0 || line.startsWith('#')) continue;
+    const match = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (!match?.[1] || match[3] === undefined) continue;
+    const value = Number(match[3]);
+    if (Number.isFinite(value)) totals.set(match[1], (totals.get(match[1]) ?? 0) + value);
+  }
+  return totals;
+}
+
+/** llama.cpp counters, then vLLM's token counters over its prefill/decode histogram sums. */
+const SPEED_SERIES = [
+  {
+    prompt: ['llamacpp:prompt_tokens_total', 'llamacpp:prompt_seconds_total'],
+    generation: ['llamacpp:tokens_predicted_total', 'llamacpp:tokens_predicted_seconds_total'],
+  },
+  {
+    prompt: ['vllm:prompt_tokens_total', 'vllm:request_prefill_time_seconds_sum'],
+    generation: ['vllm:generation_tokens_total', 'vllm:request_decode_time_seconds_sum'],
+  },
+] as const;
+
+function rate(
+  before: MetricsSnapshot,
+  after: MetricsSnapshot,
+  [tokens, seconds]: readonly [string, string],
+): number | null {
+  const tokenDelta = (after.get(tokens) ?? NaN) - (before.get(tokens) ?? NaN);
+  const secondDelta = (after.get(seconds) ?? NaN) - (before.get(seconds) ?? NaN);
+  if (!(tokenDelta > 0) || !(secondDelta > 0)) return null;
+  return Math.round((tokenDelta / secondDelta) * 10) / 10;
+}
+
+export function speedsFromMetrics(
+  before: MetricsSnapshot | undefined,
+  after: MetricsSnapshot | undefined,
+): { prompt: number | null; generation: number | null } | undefined {
+  if (!before || !after) return undefined;
+  for (const series of SPEED_SERIES) {
+    if (!after.has(series.prompt[0]) && !after.has(series.generation[0])) continue;
+    return {
+      prompt: rate(before, after, series.prompt),
+      generation: rate(before, after, series.generation),
+    };
+  }
+  return undefined;
+}
+
+/** GET <base>/metrics within timeoutMs; undefined when the backend does not expose it (llama.cpp without --metrics: 501). */
+export async function fetchMetrics(
+  baseUrl: string,
+  apiKey: string | undefined,
+  timeoutMs = 1500,
+): Promise<MetricsSnapshot | undefined> {
+  try {
+    const response = await fetch(new URL('/metrics', baseUrl), {
+      headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    if (!response.ok) return undefined;
+    return parsePrometheus(await response.text());
+  } catch {
+    return undefined;
+  }
+}
+
+export interface FiguresInput {
+  requestLog: string;
+  before?: MetricsSnapshot | undefined;
+  after?: MetricsSnapshot | undefined;
+  /** Another job used the same endpoint while this one ran: /metrics deltas cover both. */
+  overlapped: boolean;
+}
+
+/** Per-job backend figures from the shim's own request log, speeds from /metrics deltas. */
+export function computeBackendFigures(input: FiguresInput): BackendFigures {
+  const figures: BackendFigures = {
+    requests: 0,
+    failed_requests: 0,
+    prompt_tokens: 0,
+    cached_tokens: 0,
+    cache_hit_rate: null,
+    generated_tokens: 0,
+    rewrites: {},
+    prefix_extends: 0,
+    prefix_breaks: 0,
+    prompt_tokens_per_s: null,
+    generation_tokens_per_s: null,
+    speed_scope: 'unavailable',
+  };
+  for (const text of input.requestLog.split('\n')) {
+    if (text.trim().length === 0) continue;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      continue;
+    }
+    const parsed = requestLine.safeParse(json);
+    if (!parsed.success) continue;
+    const line = parsed.data;
+    figures.requests += 1;
+    if ((line.status ?? 200) >= 400) figures.failed_requests += 1;
+    const input_tokens = line.usage?.input_tokens ?? 0;
+    const cached = line.usage?.cache_read_input_tokens ?? 0;
+    figures.prompt_tokens += input_tokens + cached;
+    figures.cached_tokens += cached;
+    figures.generated_tokens += line.usage?.output_tokens ?? 0;
+    if (line.prefix?.kind === 'changed') figures.prefix_breaks += 1;
+    if (line.prefix?.kind === 'extends') figures.prefix_extends += 1;
+    for (const rewrite of line.rewrites ?? [])
+      figures.rewrites[rewrite] = (figures.rewrites[rewrite] ?? 0) + 1;
+  }
+  if (figures.prompt_tokens > 0) {
+    figures.cache_hit_rate =
+      Math.round((figures.cached_tokens / figures.prompt_tokens) * 1000) / 1000;
+  }
+  const speeds = speedsFromMetrics(input.before, input.after);
+  if (speeds) {
+    figures.prompt_tokens_per_s = speeds.prompt;
+    figures.generation_tokens_per_s = speeds.generation;
+    figures.speed_scope = input.overlapped ? 'server_wide' : 'job';
+  }
+  return figures;
+}
+
+/** One line for the transcript's done line and the CLI. */
+export function describeFigures(figures: BackendFigures): string {
+  const parts = [
+    `${figures.requests} requests`,
+    `${figures.prompt_tokens} prompt tokens (${figures.cached_tokens} cached${figures.cache_hit_rate === null ? '' : `, ${Math.round(figures.cache_hit_rate * 100)}%`})`,
+    `${figures.generated_tokens} generated`,
+  ];
+  if (figures.prompt_tokens_per_s !== null)
+    parts.push(`prompt ${figures.prompt_tokens_per_s} tok/s`);
+  if (figures.generation_tokens_per_s !== null)
+    parts.push(`generation ${figures.generation_tokens_per_s} tok/s`);
+  if (figures.speed_scope === 'server_wide')
+    parts.push('(speeds are server-wide: other jobs overlapped)');
+  return parts.join(', ');
+}

@@ -1,0 +1,169 @@
+import { z } from 'zod';
+
+export const PERMISSION_MODES = [
+  'default',
+  'acceptEdits',
+  'bypassPermissions',
+  'plan',
+  'dontAsk',
+] as const;
+export type PermissionMode = (typeof PERMISSION_MODES)[number];
+export type SettingSource = 'user' | 'project' | 'local';
+
+export function isPermissionMode(value: string): value is PermissionMode {
+  return PERMISSION_MODES.some((mode) => mode === value);
+}
+
+export const JOB_STATUSES = [
+  'queued',
+  'running',
+  'succeeded',
+  'failed',
+  'timeout',
+  'cancelled',
+  'interrupted',
+] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+const TERMINAL: ReadonlySet<JobStatus> = new Set([
+  'succeeded',
+  'failed',
+  'timeout',
+  'cancelled',
+  'interrupted',
+]);
+
+export function isTerminalStatus(status: JobStatus): boolean {
+  return TERMINAL.has(status);
+}
+
+const diffstatFileSchema = z.object({
+  path: z.string(),
+  insertions: z.number().nullable(),
+  deletions: z.number().nullable(),
+  untracked: z.boolean(),
+});
+
+export const diffstatSchema = z.object({
+  files_changed: z.number(),
+  insertions: z.number(),
+  deletions: z.number(),
+  files: z.array(diffstatFileSchema),
+});
+export type Diffstat = z.infer<typeof diffstatSchema>;
+
+export const worktreeInfoSchema = z.object({
+  repo_root: z.string(),
+  path: z.string(),
+  branch: z.string(),
+  base_ref: z.string(),
+  base_commit: z.string(),
+  /** active while the job runs; kept when it changed something; removed when it did not. */
+  state: z.enum(['active', 'kept', 'removed']),
+  head_commit: z.string().optional(),
+  diffstat: diffstatSchema.optional(),
+  /** Shell commands, run from repo_root, to look at, take or throw away the work. */
+  review: z.object({ diff: z.string(), merge: z.string(), drop: z.string() }).optional(),
+});
+export type WorktreeInfo = z.infer<typeof worktreeInfoSchema>;
+
+export const usageSchema = z.object({
+  input_tokens: z.number(),
+  output_tokens: z.number(),
+  cache_read_input_tokens: z.number(),
+  cache_creation_input_tokens: z.number(),
+});
+export type Usage = z.infer<typeof usageSchema>;
+
+/** Per-job figures computed from the shim's request log (and llama.cpp/vLLM /metrics when it is on). */
+export const backendFiguresSchema = z.object({
+  requests: z.number(),
+  failed_requests: z.number(),
+  prompt_tokens: z.number(),
+  cached_tokens: z.number(),
+  cache_hit_rate: z.number().nullable(),
+  generated_tokens: z.number(),
+  rewrites: z.record(z.string(), z.number()),
+  /** Prompts that extended the previous prompt of their conversation (the KV cache could be reused). */
+  prefix_extends: z.number(),
+  /** Prompts that changed an earlier part of the conversation (the cache is lost from there). */
+  prefix_breaks: z.number(),
+  prompt_tokens_per_s: z.number().nullable(),
+  generation_tokens_per_s: z.number().nullable(),
+  /** job: the speeds are this job's own; server_wide: other jobs ran on the endpoint at the same time. */
+  speed_scope: z.enum(['job', 'server_wide', 'unavailable']),
+});
+export type BackendFigures = z.infer<typeof backendFiguresSchema>;
+
+export const jobErrorSchema = z.object({
+  kind: z.enum([
+    'api_error',
+    'max_turns',
+    'timeout',
+    'cancelled',
+    'interrupted',
+    'session_failed',
+    'setup_failed',
+  ]),
+  message: z.string(),
+});
+export type JobError = z.infer<typeof jobErrorSchema>;
+
+export const jobRecordSchema = z.object({
+  version: z.literal(1),
+  id: z.string(),
+  task: z.string(),
+  status: z.enum(JOB_STATUSES),
+  created_at: z.string(),
+  started_at: z.string().nullable(),
+  finished_at: z.string().nullable(),
+  duration_ms: z.number().nullable(),
+  requested_model: z.string().nullable(),
+  served_model: z.string().nullable(),
+  endpoint: z.string().nullable(),
+  base_url: z.string().nullable(),
+  context_tokens: z.number().nullable(),
+  context_source: z.enum(['probe', 'menu', 'unknown']).nullable(),
+  cwd: z.string(),
+  run_cwd: z.string(),
+  isolation: z.enum(['none', 'worktree']),
+  worktree: worktreeInfoSchema.nullable(),
+  permission_mode: z.enum(PERMISSION_MODES),
+  max_turns: z.number(),
+  timeout_s: z.number(),
+  resumed_from: z.string().nullable(),
+  session_id: z.string().nullable(),
+  turns: z.number(),
+  tool_calls: z.number(),
+  files_touched: z.array(z.string()),
+  last_activity: z.object({ at: z.string(), text: z.string() }).nullable(),
+  result_text: z.string().nullable(),
+  terminal_reason: z.string().nullable(),
+  error: jobErrorSchema.nullable(),
+  usage: usageSchema.nullable(),
+  backend: backendFiguresSchema.nullable(),
+  /** A job that ended with no edits and no meaningful result text: it may have done nothing. */
+  possible_no_op: z.boolean(),
+  warnings: z.array(z.string()),
+  /** The server process that runs the job; a dead owner at the next start means `interrupted`. */
+  owner_pid: z.number(),
+  /** The `claude` child, so an orphan left by a killed server can be reaped. */
+  claude_pid: z.number().nullable(),
+});
+export type JobRecord = z.infer<typeof jobRecordSchema>;
+
+/** Options the caller may set for one job; everything else comes from the registry defaults. */
+export interface JobRequest {
+  task: string;
+  model?: string | undefined;
+  endpoint?: string | undefined;
+  cwd: string;
+  isolation?: 'none' | 'worktree' | undefined;
+  baseRef?: string | undefined;
+  permissionMode?: PermissionMode | undefined;
+  maxTurns?: number | undefined;
+  allowedTools?: string[] | undefined;
+  systemPromptAppend?: string | undefined;
+  resumeJob?: string | undefined;
+  timeoutS?: number | undefined;
+}

@@ -1,0 +1,89 @@
+import { describeError } from '../errors.js';
+import type { JobError, JobRecord, JobStatus } from './job.js';
+import type { TerminationReason } from './active-job.js';
+import { isMeaningfulResult } from './record.js';
+import type { SdkResult } from './sdk-message.js';
+import type { TranscriptStats } from './transcript.js';
+
+/** Success is the SDK result's is_error (its subtype says success even for API errors, contract §0.9). */
+function classifyResult(
+  result: SdkResult | undefined,
+  thrown: unknown,
+): { status: JobStatus; error: JobError | null } {
+  if (result && !result.is_error && result.subtype === 'success')
+    return { status: 'succeeded', error: null };
+  if (result) {
+    const message = result.result ?? result.errors?.join('; ') ?? result.subtype;
+    const kind =
+      result.subtype === 'error_max_turns'
+        ? 'max_turns'
+        : result.terminal_reason === 'api_error'
+          ? 'api_error'
+          : 'session_failed';
+    return { status: 'failed', error: { kind, message } };
+  }
+  const message =
+    thrown === undefined ? 'the session ended without a result' : describeError(thrown);
+  return { status: 'failed', error: { kind: 'session_failed', message } };
+}
+
+const TERMINATION: Record<TerminationReason, { status: JobStatus; error: JobError }> = {
+  timeout: {
+    status: 'timeout',
+    error: { kind: 'timeout', message: 'the job ran past its timeout_s and was stopped' },
+  },
+  cancelled: {
+    status: 'cancelled',
+    error: { kind: 'cancelled', message: 'the job was cancelled' },
+  },
+  shutdown: {
+    status: 'interrupted',
+    error: { kind: 'interrupted', message: 'the server shut down while the job ran' },
+  },
+};
+
+/** How a job ended: a stop we asked for (first reason wins) outranks whatever the session reported. */
+export function decideOutcome(
+  termination: TerminationReason | undefined,
+  result: SdkResult | undefined,
+  thrown: unknown,
+): { status: JobStatus; error: JobError | null } {
+  return termination ? TERMINATION[termination] : classifyResult(result, thrown);
+}
+
+/** The record fields a finished session settles: outcome, times, counts, result text and usage. */
+export function finishedFields(
+  stats: TranscriptStats,
+  outcome: { status: JobStatus; error: JobError | null },
+  startedAt: Date,
+  finishedAt: Date,
+  previous: JobRecord,
+): Partial<JobRecord> {
+  const usage = stats.result?.usage;
+  return {
+    status: outcome.status,
+    error: outcome.error,
+    finished_at: finishedAt.toISOString(),
+    duration_ms: finishedAt.getTime() - startedAt.getTime(),
+    session_id: stats.sessionId ?? previous.session_id,
+    turns: stats.result?.num_turns ?? stats.turns,
+    tool_calls: stats.toolCalls,
+    files_touched: stats.filesTouched,
+    result_text: stats.result?.result ?? stats.lastText ?? null,
+    terminal_reason: stats.result?.terminal_reason ?? null,
+    usage: usage
+      ? {
+          input_tokens: usage.input_tokens ?? 0,
+          output_tokens: usage.output_tokens ?? 0,
+          cache_read_input_tokens: usage.cache_read_input_tokens ?? 0,
+          cache_creation_input_tokens: usage.cache_creation_input_tokens ?? 0,
+        }
+      : null,
+  };
+}
+
+/** Succeeded, yet no edits (no touched file, no kept worktree) and no real report: maybe nothing was done. */
+export function isPossibleNoOp(record: JobRecord): boolean {
+  const edited = record.files_touched.length > 0 || record.worktree?.state === 'kept';
+  return record.status === 'succeeded' && !edited && !isMeaningfulResult(record.result_text);
+}

@@ -1,0 +1,193 @@
+import type { Diagnostics } from '../diagnostics.js';
+import { LocalAgentsError } from '../errors.js';
+import type { Defaults } from '../registry/config.js';
+import { createJobId, validateJobId } from './ids.js';
+import { isTerminalStatus, type JobRecord, type JobRequest } from './job.js';
+import { attachWorktree, checkRequest, newRecordFor, resumableJob } from './prepare-job.js';
+import type { ActiveJob, JobShim, ReadyEndpoint } from './active-job.js';
+import { cancelElsewhere, recoverJobs, type Recovery } from './recover.js';
+import { executeJob } from './run-job.js';
+import { buildSystemPromptAppend, delegateToolLists } from './session-env.js';
+import type { JobStore } from './store.js';
+
+/** What the runner needs of the registry: resolution of a model name and the defaults (registry.ts). */
+export interface JobRegistry<R> {
+  resolve(request: { model?: string; endpoint?: string }): Promise<R>;
+  defaults(): Promise<Defaults>;
+}
+
+export type StartOutcome<R> =
+  | { kind: 'started'; record: JobRecord }
+  /** The registry could not give a ready endpoint: its own answer, to be passed on as is. */
+  | { kind: 'not_ready'; resolution: R };
+
+export interface Runner<R> {
+  start(request: JobRequest): Promise<StartOutcome<R>>;
+  get(id: string): Promise<JobRecord>;
+  /** The record once the job ends, or as it is after timeoutMs. onProgress sees every update meanwhile. */
+  wait(id: string, timeoutMs: number, onProgress?: (record: JobRecord) => void): Promise<JobRecord>;
+  cancel(id: string): Promise<JobRecord>;
+  list(includeFinished: boolean): Promise<JobRecord[]>;
+  /** Marks jobs of dead servers `interrupted` and stops their orphaned `claude` children. */
+  recover(): Promise<Recovery>;
+  /** Aborts every running job and waits until each has written its record. */
+  close(): Promise<void>;
+}
+
+export interface RunnerDeps<R> {
+  stateDir: string;
+  store: JobStore;
+  registry: JobRegistry<R>;
+  shim: () => Promise<JobShim>;
+  baseEnv: Record<string, string | undefined>;
+  diagnostics: Diagnostics;
+  claudePath?: string | undefined;
+  /** Picks the ready resolution out of the registry's answer; undefined means "not ready". */
+  readyOf: (resolution: R) => (ReadyEndpoint & { warnings?: string[] }) | undefined;
+}
+
+export function createRunner<R>(deps: RunnerDeps<R>): Runner<R> {
+  const active = new Map<string, ActiveJob>();
+  const byEndpoint = new Map<string, Set<ActiveJob>>();
+  let closed = false;
+
+  const get = async (id: string): Promise<JobRecord> =>
+    active.get(validateJobId(id))?.record ?? deps.store.read(id);
+
+  const start = async (request: JobRequest): Promise<StartOutcome<R>> => {
+    if (closed)
+      throw new LocalAgentsError('JOB_STATE', 'the server is shutting down', {
+        hint: 'start the job again on a running server',
+      });
+    const previous =
+      request.resumeJob === undefined
+        ? undefined
+        : resumableJob(await get(validateJobId(request.resumeJob, 'resume_job')));
+    const { cwd, isolation } = await checkRequest(request, previous);
+    const defaults = await deps.registry.defaults();
+    const model = previous?.served_model ?? request.model ?? defaults.model;
+    const endpoint = previous?.endpoint ?? request.endpoint;
+    const resolution = await deps.registry.resolve({
+      ...(model === undefined ? {} : { model }),
+      ...(endpoint === undefined ? {} : { endpoint }),
+    });
+    const ready = deps.readyOf(resolution);
+    if (!ready) return { kind: 'not_ready', resolution };
+
+    const id = createJobId();
+    const record = await attachWorktree(
+      newRecordFor({ id, request, previous, cwd, isolation, defaults, ready }),
+      { previous, baseRef: request.baseRef, stateDir: deps.stateDir },
+    );
+    await deps.store.save(record);
+
+    const tools = delegateToolLists(
+      request.allowedTools ?? defaults.allowed_tools,
+      defaults.disallowed_tools,
+    );
+    const job: ActiveJob = {
+      record,
+      controller: new AbortController(),
+      termination: undefined,
+      overlapped: false,
+      listeners: new Set(),
+      done: Promise.resolve(),
+    };
+    const peers = byEndpoint.get(ready.endpoint.base_url) ?? new Set<ActiveJob>();
+    byEndpoint.set(ready.endpoint.base_url, peers);
+    for (const peer of peers) peer.overlapped = true;
+    job.overlapped = peers.size > 0;
+    peers.add(job);
+    active.set(id, job);
+    job.done = executeJob(
+      {
+        store: deps.store,
+        shim: deps.shim,
+        baseEnv: deps.baseEnv,
+        diagnostics: deps.diagnostics,
+        claudePath: deps.claudePath,
+      },
+      job,
+      ready,
+      {
+        prompt: request.task,
+        permissionMode: record.permission_mode,
+        allowedTools: tools.allowed,
+        disallowedTools: tools.disallowed,
+        settingSources: defaults.setting_sources,
+        maxTurns: record.max_turns,
+        timeoutS: record.timeout_s,
+        systemPromptAppend: buildSystemPromptAppend([
+          defaults.system_prompt_append,
+          request.systemPromptAppend,
+        ]),
+        resumeSessionId: previous?.session_id ?? undefined,
+        dumpRequests: defaults.dump_requests,
+        keepaliveS: defaults.keepalive_s,
+      },
+    )
+      .catch((error: unknown) =>
+        deps.diagnostics.error(`job ${id} crashed`, { error: String(error) }),
+      )
+      .finally(() => {
+        peers.delete(job);
+        active.delete(id);
+        for (const listener of job.listeners) listener(job.record);
+      });
+    return { kind: 'started', record: job.record };
+  };
+
+  const wait = async (
+    id: string,
+    timeoutMs: number,
+    onProgress?: (record: JobRecord) => void,
+  ): Promise<JobRecord> => {
+    const job = active.get(validateJobId(id));
+    if (!job) return deps.store.read(id);
+    let timer: NodeJS.Timeout | undefined;
+    const listener = onProgress ? (record: JobRecord) => onProgress(record) : undefined;
+    if (listener) job.listeners.add(listener);
+    try {
+      await Promise.race([
+        job.done,
+        new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      if (listener) job.listeners.delete(listener);
+    }
+    return job.record;
+  };
+
+  const cancel = async (id: string): Promise<JobRecord> => {
+    const job = active.get(validateJobId(id));
+    if (job) {
+      job.termination ??= 'cancelled';
+      job.controller.abort();
+      await job.done;
+      return job.record;
+    }
+    return cancelElsewhere(deps.store, await deps.store.read(id), recover);
+  };
+
+  const list = async (includeFinished: boolean): Promise<JobRecord[]> => {
+    const records = (await deps.store.list()).map(
+      (record) => active.get(record.id)?.record ?? record,
+    );
+    return includeFinished ? records : records.filter((record) => !isTerminalStatus(record.status));
+  };
+
+  const recover = (): Promise<Recovery> => recoverJobs(deps.store, (id) => active.has(id));
+
+  const close = async (): Promise<void> => {
+    closed = true;
+    const running = [...active.values()];
+    for (const job of running) {
+      job.termination ??= 'shutdown';
+      job.controller.abort();
+    }
+    await Promise.all(running.map((job) => job.done));
+  };
+
+  return { start, get, wait, cancel, list, recover, close };
+}

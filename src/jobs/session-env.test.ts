@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import {
+  buildSessionEnv,
+  buildSystemPromptAppend,
+  delegateToolLists,
+  looksLikeClaudeModel,
+  outputBudgetTokens,
+} from './session-env.js';
+
+const base = {
+  PATH: '/usr/bin',
+  HOME: '/home/u',
+  ANTHROPIC_API_KEY: 'sk-parent-secret',
+  ANTHROPIC_AUTH_TOKEN: 'parent-token',
+  CLAUDE_CODE_OAUTH_TOKEN: 'oauth-secret',
+  CLAUDECODE: '1',
+  API_TIMEOUT_MS: '5',
+};
+
+describe('buildSessionEnv', () => {
+  const env = buildSessionEnv({
+    baseEnv: base,
+    servedId: 'qwen3.8-27b',
+    baseUrl: 'http://127.0.0.1:4000/j/tok',
+    contextTokens: 32768,
+    timeoutS: 1800,
+    endpointEnv: { LLAMA_EXTRA: 'x', DISABLE_TELEMETRY: '0' },
+  });
+
+  it.each([
+    'ANTHROPIC_MODEL',
+    'ANTHROPIC_DEFAULT_OPUS_MODEL',
+    'ANTHROPIC_DEFAULT_SONNET_MODEL',
+    'ANTHROPIC_DEFAULT_HAIKU_MODEL',
+    'ANTHROPIC_SMALL_FAST_MODEL',
+    'CLAUDE_CODE_SUBAGENT_MODEL',
+  ])('points %s at the served id', (name) => {
+    expect(env[name]).toBe('qwen3.8-27b');
+  });
+
+  it('routes to the shim and never passes the parent credentials on', () => {
+    expect(env.ANTHROPIC_BASE_URL).toBe('http://127.0.0.1:4000/j/tok');
+    expect(env.ANTHROPIC_API_KEY).toBe('localagents-shim');
+    expect(env.ANTHROPIC_AUTH_TOKEN).toBeUndefined();
+    expect(env.CLAUDE_CODE_OAUTH_TOKEN).toBeUndefined();
+    expect(env.CLAUDECODE).toBeUndefined();
+    expect(Object.values(env)).not.toContain('sk-parent-secret');
+  });
+
+  it('sets the window, the output budget below 128k and the header timeout from the job timeout', () => {
+    expect(env.CLAUDE_CODE_MAX_CONTEXT_TOKENS).toBe('32768');
+    expect(env.CLAUDE_CODE_MAX_OUTPUT_TOKENS).toBe('8192');
+    expect(env.API_TIMEOUT_MS).toBe('1800000');
+  });
+
+  it('turns off attribution, telemetry, auto-update, error reporting and non-essential traffic', () => {
+    expect(env.CLAUDE_CODE_ATTRIBUTION_HEADER).toBe('0');
+    expect(env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe('1');
+    expect(env.DISABLE_AUTOUPDATER).toBe('1');
+    expect(env.DISABLE_ERROR_REPORTING).toBe('1');
+  });
+
+  it('keeps the rest of the parent environment and applies the endpoint env last', () => {
+    expect(env.PATH).toBe('/usr/bin');
+    expect(env.HOME).toBe('/home/u');
+    expect(env.LLAMA_EXTRA).toBe('x');
+    expect(env.DISABLE_TELEMETRY).toBe('0');
+  });
+});
+
+describe('outputBudgetTokens', () => {
+  it.each([
+    [32768, 8192],
+    [65536, 8192],
+    [100000, 12500],
+    [131072, undefined],
+    [262144, undefined],
+  ])('gives a %i-token window an output budget of %s', (window, budget) => {
+    expect(outputBudgetTokens(window)).toBe(budget);
+  });
+});
+
+describe('looksLikeClaudeModel', () => {
+  it.each([
+    ['claude-sonnet-4-5', true],
+    ['anthropic/claude-3-haiku', true],
+    ['qwen3.8-27b', false],
+    ['unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL', false],
+    ['claudette-7b', false],
+  ])('judges %s as a Claude name: %s', (name, expected) => {
+    expect(looksLikeClaudeModel(name)).toBe(expected);
+  });
+});
+
+describe('delegateToolLists', () => {
+  it('removes agent-spawning tools from the allowed list and always disallows them', () => {
+    const lists = delegateToolLists(['Read', 'Agent', 'Bash'], ['WebFetch', 'Task']);
+    expect(lists.allowed).toEqual(['Read', 'Bash']);
+    expect(lists.disallowed).toEqual(
+      expect.arrayContaining(['WebFetch', 'Agent', 'Task', 'EnterWorktree']),
+    );
+    expect(lists.disallowed.filter((tool) => tool === 'Task')).toHaveLength(1);
+  });
+});
+
+describe('buildSystemPromptAppend', () => {
+  it('puts the delegate suffix first when no part says so, and skips empty parts', () => {
+    const text = buildSystemPromptAppend(['  from defaults ', undefined, '', 'per call']);
+    expect(text.startsWith('You are a delegate')).toBe(true);
+    expect(text.endsWith('from defaults\n\nper call')).toBe(true);
+  });
+
+  it('keeps the defaults text alone when it already makes the session a delegate', () => {
+    expect(buildSystemPromptAppend(['You are a delegate: do X.', 'also Y'])).toBe(
+      'You are a delegate: do X.\n\nalso Y',
+    );
+  });
+});

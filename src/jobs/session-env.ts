@@ -1,0 +1,119 @@
+/** Context windows below this get an explicit output budget (design §6). */
+const LARGE_WINDOW_TOKENS = 128 * 1024;
+const MIN_OUTPUT_TOKENS = 8192;
+
+/** Claude Code ignores CLAUDE_CODE_MAX_CONTEXT_TOKENS for these names (contract §0.3). */
+export function looksLikeClaudeModel(servedId: string): boolean {
+  return /(^|[/:])claude[-_.]/i.test(servedId) || /^claude$/i.test(servedId);
+}
+
+export interface SessionEnvInput {
+  /** The environment the server runs in; Anthropic credentials and Claude Code settings are dropped from it. */
+  baseEnv: Record<string, string | undefined>;
+  servedId: string;
+  /** The job's shim route (ShimRoute.baseUrl). */
+  baseUrl: string;
+  contextTokens: number;
+  timeoutS: number;
+  /** The endpoint's `env` from models.yaml: applied last, so a user can override any value. */
+  endpointEnv?: Record<string, string> | undefined;
+}
+
+/** Every model variable Claude Code reads (main, aliases, small/fast, subagent) — all point at the served id. */
+const MODEL_VARIABLES = [
+  'ANTHROPIC_MODEL',
+  'ANTHROPIC_DEFAULT_OPUS_MODEL',
+  'ANTHROPIC_DEFAULT_SONNET_MODEL',
+  'ANTHROPIC_DEFAULT_HAIKU_MODEL',
+  'ANTHROPIC_SMALL_FAST_MODEL',
+  'CLAUDE_CODE_SUBAGENT_MODEL',
+] as const;
+
+function isInheritedClaudeSetting(key: string): boolean {
+  return (
+    key.startsWith('ANTHROPIC_') ||
+    key.startsWith('CLAUDE_') ||
+    key.startsWith('CLAUDECODE') ||
+    key === 'API_TIMEOUT_MS' ||
+    key.startsWith('AWS_BEARER_TOKEN_BEDROCK') ||
+    key === 'DEBUG_CLAUDE_AGENT_SDK'
+  );
+}
+
+export function outputBudgetTokens(contextTokens: number): number | undefined {
+  if (contextTokens >= LARGE_WINDOW_TOKENS) return undefined;
+  return Math.max(MIN_OUTPUT_TOKENS, Math.floor(contextTokens / 8));
+}
+
+/**
+ * The child's whole environment (the SDK's `env` replaces, not merges): the parent's variables minus
+ * anything Anthropic/Claude Code, then the routing, window and privacy settings of contract §1.
+ */
+export function buildSessionEnv(input: SessionEnvInput): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(input.baseEnv)) {
+    if (value !== undefined && !isInheritedClaudeSetting(key)) env[key] = value;
+  }
+  for (const name of MODEL_VARIABLES) env[name] = input.servedId;
+  env.ANTHROPIC_BASE_URL = input.baseUrl;
+  // Claude Code refuses to start without a key; the shim holds the real one (if any) and never forwards this.
+  env.ANTHROPIC_API_KEY = 'localagents-shim';
+  // 0 = the registry could not learn the window: leave Claude Code's own default rather than guess.
+  if (input.contextTokens > 0) {
+    env.CLAUDE_CODE_MAX_CONTEXT_TOKENS = String(input.contextTokens);
+    const budget = outputBudgetTokens(input.contextTokens);
+    if (budget !== undefined) env.CLAUDE_CODE_MAX_OUTPUT_TOKENS = String(budget);
+  }
+  env.API_TIMEOUT_MS = String(Math.max(1, Math.round(input.timeoutS * 1000)));
+  env.CLAUDE_CODE_ATTRIBUTION_HEADER = '0';
+  env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = '1';
+  env.DISABLE_TELEMETRY = '1';
+  env.DISABLE_AUTOUPDATER = '1';
+  env.DISABLE_ERROR_REPORTING = '1';
+  env.CLAUDE_AGENT_SDK_CLIENT_APP = 'localagents/0.1.0';
+  return { ...env, ...input.endpointEnv };
+}
+
+/** Tools a delegate never gets: anything that spawns agents or moves the session to another worktree. */
+export const DELEGATE_FORBIDDEN_TOOLS = [
+  'Agent',
+  'Task',
+  'TaskStop',
+  'SendMessage',
+  'ListAgents',
+  'Workflow',
+  'EnterWorktree',
+  'ExitWorktree',
+  'CronCreate',
+  'CronDelete',
+  'CronList',
+  'ScheduleWakeup',
+  'RemoteTrigger',
+] as const;
+
+/** The user's disallowed list plus the forbidden ones, without duplicates; allowed lists lose the forbidden ones. */
+export function delegateToolLists(
+  allowed: readonly string[],
+  disallowed: readonly string[],
+): { allowed: string[]; disallowed: string[] } {
+  const forbidden = new Set<string>(DELEGATE_FORBIDDEN_TOOLS);
+  return {
+    allowed: allowed.filter((tool) => !forbidden.has(tool)),
+    disallowed: [...new Set([...disallowed, ...DELEGATE_FORBIDDEN_TOOLS])],
+  };
+}
+
+export const DELEGATE_SUFFIX = [
+  'You are a delegate: another agent handed you one task. Do only this task; do not start unrelated work.',
+  'Verify your work (run the tests or the command that proves it) before you finish.',
+  'Finish with a short report: what you changed (files), how you verified it, and what is left or uncertain.',
+].join('\n');
+
+/** defaults.system_prompt_append, then the per-call text; the delegate suffix leads when neither says it. */
+export function buildSystemPromptAppend(parts: (string | undefined)[]): string {
+  const given = parts
+    .map((part) => part?.trim())
+    .filter((part): part is string => part !== undefined && part.length > 0);
+  const saysDelegate = given.some((part) => /\bdelegate\b/i.test(part));
+  return (saysDelegate ? given : [DELEGATE_SUFFIX, ...given]).join('\n\n');
+}

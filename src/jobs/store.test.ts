@@ -1,0 +1,70 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../../test/support/temp-dir.js';
+import { createJobStore, JOB_FILES } from './store.js';
+import { newJobRecord } from './record.js';
+
+function record(id: string, task = 'do it') {
+  return newJobRecord({
+    id,
+    task,
+    cwd: '/w',
+    isolation: 'none',
+    permissionMode: 'acceptEdits',
+    maxTurns: 5,
+    timeoutS: 60,
+  });
+}
+
+describe('createJobStore', () => {
+  it('writes job.json atomically and reads it back', async () => {
+    const store = createJobStore(await tempDir());
+    await store.save(record('20261129-000000-aaaa'));
+    const read = await store.read('20261129-000000-aaaa');
+    expect(read.task).toBe('do it');
+    expect(read.status).toBe('queued');
+    const files = await readdir(store.jobDir('20261129-000000-aaaa'));
+    expect(files).toEqual([JOB_FILES.record]);
+  });
+
+  it('keeps the last of several quick saves', async () => {
+    const store = createJobStore(await tempDir());
+    const id = '20261129-000000-bbbb';
+    await Promise.all(['a', 'b', 'c', 'd'].map((task) => store.save(record(id, task))));
+    expect((await store.read(id)).task).toBe('d');
+  });
+
+  it('lists jobs oldest first and skips folders without a record', async () => {
+    const state = await tempDir({ 'jobs/20261129-000000-zzzz/transcript.txt': 'x' });
+    const store = createJobStore(state);
+    await store.save(record('20261129-000002-aaaa'));
+    await store.save(record('20261129-000001-aaaa'));
+    expect((await store.list()).map((job) => job.id)).toEqual([
+      '20261129-000001-aaaa',
+      '20261129-000002-aaaa',
+    ]);
+  });
+
+  it('answers JOB_NOT_FOUND for an unknown id and rejects path traversal', async () => {
+    const store = createJobStore(await tempDir());
+    await expect(store.read('20261129-000000-cccc')).rejects.toMatchObject({
+      code: 'JOB_NOT_FOUND',
+    });
+    await expect(store.read('../../etc')).rejects.toMatchObject({ code: 'BAD_ARGUMENT' });
+  });
+
+  it('appends in order and returns the tail of a file', async () => {
+    const store = createJobStore(await tempDir());
+    const id = '20261129-000000-dddd';
+    await store.save(record(id));
+    const log = store.open(id, JOB_FILES.transcript);
+    for (let i = 1; i <= 5; i += 1) log.write(`line ${i}\n`);
+    await log.close();
+    expect(await readFile(join(store.jobDir(id), JOB_FILES.transcript), 'utf8')).toBe(
+      'line 1\nline 2\nline 3\nline 4\nline 5\n',
+    );
+    expect(await store.tail(id, JOB_FILES.transcript, 2)).toBe('line 4\nline 5');
+    expect(await store.tail(id, JOB_FILES.events, 2)).toBe('');
+  });
+});

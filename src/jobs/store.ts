@@ -1,0 +1,141 @@
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { LocalAgentsError } from '../errors.js';
+import { isJobId, validateJobId } from './ids.js';
+import { jobRecordSchema, type JobRecord } from './job.js';
+
+export const JOB_FILES = {
+  record: 'job.json',
+  transcript: 'transcript.txt',
+  events: 'events.jsonl',
+  requests: 'requests.jsonl',
+  requestsFull: 'requests_full.jsonl',
+  /** Written by `localagents cancel` in another process; the owning server treats it as a cancel. */
+  cancelRequest: 'cancel-requested',
+} as const;
+
+/** An ordered, non-blocking append-only file: one write stream per file, flushed on close(). */
+export interface Appender {
+  write(text: string): void;
+  close(): Promise<void>;
+}
+
+export interface JobStore {
+  readonly jobsDir: string;
+  jobDir(id: string): string;
+  /** Writes job.json through a temp file and rename, so a reader never sees half a record. */
+  save(record: JobRecord): Promise<void>;
+  read(id: string): Promise<JobRecord>;
+  /** Every readable record, oldest first (ids sort by creation time). */
+  list(): Promise<JobRecord[]>;
+  open(id: string, file: string): Appender;
+  /** The last `lines` lines of a job's text file ('' when the file does not exist yet). */
+  tail(id: string, file: string, lines: number): Promise<string>;
+}
+
+function openAppender(path: string): Appender {
+  let stream: WriteStream | undefined;
+  let failure: unknown;
+  return {
+    write(text) {
+      if (failure !== undefined) return;
+      stream ??= createWriteStream(path, { flags: 'a' }).on('error', (error) => {
+        failure = error;
+      });
+      stream.write(text);
+    },
+    close() {
+      const current = stream;
+      if (!current || current.closed) return Promise.resolve();
+      return new Promise((resolve) => current.end(() => resolve()));
+    },
+  };
+}
+
+export function createJobStore(stateDir: string): JobStore {
+  const jobsDir = join(stateDir, 'jobs');
+  // One chain per job: saves land in call order, so an older snapshot never overwrites a newer one.
+  const saving = new Map<string, Promise<void>>();
+
+  const jobDir = (id: string): string => join(jobsDir, validateJobId(id));
+
+  const writeRecord = async (record: JobRecord): Promise<void> => {
+    const dir = jobDir(record.id);
+    await mkdir(dir, { recursive: true });
+    const target = join(dir, JOB_FILES.record);
+    const temp = `${target}.${process.pid}.tmp`;
+    await writeFile(temp, `${JSON.stringify(record, null, 2)}\n`);
+    await rename(temp, target);
+  };
+
+  const read = async (id: string): Promise<JobRecord> => {
+    const path = join(jobDir(id), JOB_FILES.record);
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (error) {
+      throw new LocalAgentsError('JOB_NOT_FOUND', `no job "${id}" in ${jobsDir}`, {
+        hint: 'list the jobs with list_jobs or `localagents jobs`',
+        cause: error,
+      });
+    }
+    const parsed = jobRecordSchema.safeParse(JSON.parse(text));
+    if (!parsed.success) {
+      throw new LocalAgentsError(
+        'IO_FAILED',
+        `${path} is not a job record: ${parsed.error.message}`,
+        {
+          hint: 'the file was edited or written by another version; move the job folder away',
+        },
+      );
+    }
+    return parsed.data;
+  };
+
+  return {
+    jobsDir,
+    jobDir,
+    save(record) {
+      const previous = saving.get(record.id) ?? Promise.resolve();
+      const next = previous.then(() => writeRecord(record));
+      const settled = next.catch(() => {});
+      saving.set(record.id, settled);
+      void settled.then(() => {
+        if (saving.get(record.id) === settled) saving.delete(record.id);
+      });
+      return next;
+    },
+    read,
+    async list() {
+      let names: string[];
+      try {
+        names = await readdir(jobsDir);
+      } catch {
+        return [];
+      }
+      const records: JobRecord[] = [];
+      for (const name of names.filter(isJobId).sort()) {
+        try {
+          records.push(await read(name));
+        } catch {
+          // A folder without a readable job.json (being created, or damaged) is not a job to list.
+        }
+      }
+      return records;
+    },
+    open(id, file) {
+      return openAppender(join(jobDir(id), file));
+    },
+    async tail(id, file, lines) {
+      let text: string;
+      try {
+        text = await readFile(join(jobDir(id), file), 'utf8');
+      } catch {
+        return '';
+      }
+      const all = text.endsWith('\n') ? text.slice(0, -1).split('\n') : text.split('\n');
+      return all.slice(Math.max(0, all.length - lines)).join('\n');
+    },
+  };
+}

@@ -1,0 +1,185 @@
+import { mkdir } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { LocalAgentsError } from '../errors.js';
+import { gitOutput, runGit } from './git.js';
+import type { Diffstat, WorktreeInfo } from './job.js';
+
+export interface RepoLocation {
+  root: string;
+  /** cwd relative to the root, with a trailing slash, '' at the root (git rev-parse --show-prefix). */
+  prefix: string;
+}
+
+/** The repository that holds `cwd`, or undefined when it is not inside a git work tree. */
+export async function findRepo(cwd: string): Promise<RepoLocation | undefined> {
+  try {
+    const root = await gitOutput(cwd, ['rev-parse', '--show-toplevel']);
+    const prefix = await gitOutput(cwd, ['rev-parse', '--show-prefix']);
+    return { root, prefix };
+  } catch {
+    return undefined;
+  }
+}
+
+export function branchName(jobId: string): string {
+  return `local-agent/${jobId}`;
+}
+
+function shellQuote(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+function safeRepoName(root: string): string {
+  return basename(root).replace(/[^\w.-]+/g, '_') || 'repo';
+}
+
+export interface CreateWorktreeInput {
+  stateDir: string;
+  cwd: string;
+  jobId: string;
+  baseRef?: string | undefined;
+  /** Reuse this path and branch (resume of a worktree job) instead of deriving them from jobId. */
+  reuse?: { path: string; branch: string; baseCommit: string } | undefined;
+}
+
+/** `git worktree add -b local-agent/<job> <state>/worktrees/<repo>/<job> <base>` → where the job runs. */
+export async function createWorktree(
+  input: CreateWorktreeInput,
+): Promise<{ info: WorktreeInfo; runCwd: string }> {
+  const repo = await findRepo(input.cwd);
+  if (!repo) {
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      `isolation "worktree" needs a git repository, and ${input.cwd} is not in one`,
+      {
+        hint: 'run the job in a git repository, or use isolation "none"',
+      },
+    );
+  }
+  const baseRef = input.baseRef ?? 'HEAD';
+  const baseCommit =
+    input.reuse?.baseCommit ??
+    (await gitOutput(repo.root, ['rev-parse', '--verify', '--quiet', `${baseRef}^{commit}`]).catch(
+      (error: unknown) => {
+        throw new LocalAgentsError(
+          'BAD_ARGUMENT',
+          `base_ref "${baseRef}" is not a commit in ${repo.root}`,
+          {
+            hint: 'pass a branch, tag or commit that exists, or leave base_ref out for HEAD',
+            cause: error,
+          },
+        );
+      },
+    ));
+  const path =
+    input.reuse?.path ?? join(input.stateDir, 'worktrees', safeRepoName(repo.root), input.jobId);
+  const branch = input.reuse?.branch ?? branchName(input.jobId);
+  const branchExists = input.reuse
+    ? (
+        await runGit(repo.root, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], {
+          okCodes: [1],
+        })
+      ).code === 0
+    : false;
+  const args = branchExists
+    ? ['worktree', 'add', path, branch]
+    : ['worktree', 'add', '-b', branch, path, baseCommit];
+  await runGit(repo.root, args);
+  const runCwd = join(path, repo.prefix);
+  await mkdir(runCwd, { recursive: true });
+  return {
+    info: {
+      repo_root: repo.root,
+      path,
+      branch,
+      base_ref: baseRef,
+      base_commit: baseCommit,
+      state: 'active',
+    },
+    runCwd,
+  };
+}
+
+async function untrackedFiles(path: string): Promise<string[]> {
+  const out = await gitOutput(path, ['ls-files', '--others', '--exclude-standard', '-z']);
+  return out.split('\0').filter((name) => name.length > 0);
+}
+
+function parseNumstat(text: string, untracked: boolean): Diffstat['files'] {
+  return text
+    .split('\n')
+    .filter((line) => line.length > 0)
+    .map((line) => {
+      const [added = '-', removed = '-', ...rest] = line.split('\t');
+      const path = rest.join('\t').replace(/^\/dev\/null => /, '');
+      return {
+        path,
+        insertions: added === '-' ? null : Number(added),
+        deletions: removed === '-' ? null : Number(removed),
+        untracked,
+      };
+    });
+}
+
+/** Working tree (committed, staged, unstaged and untracked) against the base commit, without touching the index. */
+export async function computeDiffstat(path: string, baseCommit: string): Promise<Diffstat> {
+  const tracked = parseNumstat(await gitOutput(path, ['diff', '--numstat', baseCommit]), false);
+  const extra: Diffstat['files'] = [];
+  for (const file of await untrackedFiles(path)) {
+    const { stdout } = await runGit(path, ['diff', '--no-index', '--numstat', '/dev/null', file], {
+      okCodes: [1],
+    });
+    extra.push(...parseNumstat(stdout, true).map((entry) => ({ ...entry, path: file })));
+  }
+  const files = [...tracked, ...extra];
+  return {
+    files_changed: files.length,
+    insertions: files.reduce((sum, file) => sum + (file.insertions ?? 0), 0),
+    deletions: files.reduce((sum, file) => sum + (file.deletions ?? 0), 0),
+    files,
+  };
+}
+
+/** The full diff of the worktree against its base, untracked files included as additions. */
+export async function computeDiff(path: string, baseCommit: string): Promise<string> {
+  const parts = [(await runGit(path, ['diff', baseCommit])).stdout];
+  for (const file of await untrackedFiles(path)) {
+    parts.push(
+      (await runGit(path, ['diff', '--no-index', '/dev/null', file], { okCodes: [1] })).stdout,
+    );
+  }
+  return parts.join('');
+}
+
+export function reviewCommands(
+  info: WorktreeInfo,
+  jobId: string,
+): NonNullable<WorktreeInfo['review']> {
+  const wt = shellQuote(info.path);
+  const repo = shellQuote(info.repo_root);
+  return {
+    diff: `git -C ${wt} add -A && git -C ${wt} diff --cached ${info.base_commit}`,
+    merge: `git -C ${wt} add -A && git -C ${wt} commit -m ${shellQuote(`local-agent ${jobId}`)} && git -C ${repo} merge ${info.branch}`,
+    drop: `git -C ${repo} worktree remove --force ${wt} && git -C ${repo} branch -D ${info.branch}`,
+  };
+}
+
+/** No change (clean status, same HEAD) → worktree and branch removed; otherwise kept with diffstat and commands. */
+export async function finishWorktree(info: WorktreeInfo, jobId: string): Promise<WorktreeInfo> {
+  const status = await gitOutput(info.path, ['status', '--porcelain', '--untracked-files=all']);
+  const head = await gitOutput(info.path, ['rev-parse', 'HEAD']);
+  if (status.length === 0 && head === info.base_commit) {
+    await removeWorktree(info);
+    return { ...info, state: 'removed', head_commit: head };
+  }
+  const diffstat = await computeDiffstat(info.path, info.base_commit);
+  const kept: WorktreeInfo = { ...info, state: 'kept', head_commit: head, diffstat };
+  return { ...kept, review: reviewCommands(kept, jobId) };
+}
+
+export async function removeWorktree(
+  info: Pick<WorktreeInfo, 'repo_root' | 'path' | 'branch'>,
+): Promise<void> {
+  await runGit(info.repo_root, ['worktree', 'remove', '--force', info.path]);
+  await runGit(info.repo_root, ['branch', '-D', info.branch]);
+}

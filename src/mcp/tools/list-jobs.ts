@@ -1,0 +1,44 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { answer, jsonResult } from '../results.js';
+import type { McpDeps } from '../server.js';
+
+export function registerListJobsTool(server: McpServer, deps: McpDeps): void {
+  server.registerTool(
+    'list_jobs',
+    {
+      title: 'List jobs',
+      description:
+        'Jobs in the state directory, newest first: running ones, and finished ones too with include_finished. Jobs survive server restarts; a job whose server died shows as interrupted.',
+      inputSchema: {
+        include_finished: z
+          .boolean()
+          .optional()
+          .describe('Also list finished jobs (default false)'),
+        limit: z
+          .number()
+          .int()
+          .min(1)
+          .max(500)
+          .optional()
+          .describe('At most this many jobs (default 50)'),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    (args) =>
+      answer(async () => {
+        const records = (await deps.runner.list(args.include_finished ?? false)).reverse();
+        const jobs = records.slice(0, args.limit ?? 50).map((record) => ({
+          id: record.id,
+          status: record.status,
+          task: record.task.length > 120 ? `${record.task.slice(0, 120)}…` : record.task,
+          model: record.served_model ?? record.requested_model,
+          created_at: record.created_at,
+          isolation: record.isolation,
+          files_touched: record.files_touched.length,
+          possible_no_op: record.possible_no_op,
+        }));
+        return jsonResult({ jobs, total: records.length });
+      }),
+  );
+}

@@ -1,0 +1,49 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { COMFORTABLE_CONTEXT_TOKENS, formatConfigIssue } from '../../registry/config.js';
+import { answer, jsonResult } from '../results.js';
+import type { McpDeps } from '../server.js';
+
+export function registerListModelsTool(server: McpServer, deps: McpDeps): void {
+  server.registerTool(
+    'list_models',
+    {
+      title: 'List local models',
+      description:
+        'Probe every configured local endpoint (llama.cpp, vLLM) now and list what is served: endpoint status, served model ids, context window per model, busy slots, and the menu of known models with whether each is running. Call this before run_agent to pick a model. Models with a window under 128k tokens get a warning: Claude Code needs a lot of context.',
+      inputSchema: {},
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    () =>
+      answer(async () => {
+        const snapshot = await deps.registry.snapshot();
+        const warnings: string[] = [];
+        for (const endpoint of snapshot.endpoints) {
+          for (const [model, window] of Object.entries(endpoint.context)) {
+            if (window < COMFORTABLE_CONTEXT_TOKENS) {
+              warnings.push(
+                `${model} on ${endpoint.name} has a ${window}-token window: Claude Code's own prompt is about 12k tokens and it compacts early; expect weaker results on long tasks`,
+              );
+            }
+          }
+        }
+        const config = snapshot.config;
+        const running = snapshot.endpoints.filter((endpoint) => endpoint.up);
+        return jsonResult({
+          config: config.ok
+            ? {
+                ok: true,
+                files: config.config.files,
+                warnings: config.warnings.map(formatConfigIssue),
+              }
+            : { ok: false, issues: config.issues.map(formatConfigIssue) },
+          endpoints: snapshot.endpoints,
+          models: snapshot.models,
+          warnings,
+          next:
+            running.length > 0
+              ? 'call run_agent with model set to a served id or menu name (or leave it out for the default)'
+              : 'no endpoint is up: ask the user to start a model server (see the menu notes and hosts above), then call list_models again',
+        });
+      }),
+  );
+}

@@ -1,0 +1,29 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Resolution } from '../../registry/registry.js';
+import { jsonResult } from '../results.js';
+
+type NotReady = Exclude<Resolution, { kind: 'ready' }>;
+
+/** The registry's "not running" / "config broken" answer as a normal tool answer (isError false) that tells Claude what to do. */
+export function notReadyResult(resolution: NotReady): CallToolResult {
+  if (resolution.kind === 'config_error') {
+    return jsonResult({
+      status: 'config_error',
+      message: resolution.message,
+      issues: resolution.issues,
+      next: 'models.yaml is invalid: show the user the issues above and ask them to fix the file; nothing was started',
+    });
+  }
+  const bringUp = resolution.bring_up ? ` It is started with: ${resolution.bring_up}.` : '';
+  const where = resolution.host ? ` on ${resolution.host}` : '';
+  return jsonResult({
+    status: 'model_unavailable',
+    model: resolution.name,
+    host: resolution.host ?? null,
+    notes: resolution.notes ?? null,
+    bring_up: resolution.bring_up ?? null,
+    served_now: resolution.servedNow,
+    message: resolution.message,
+    next: `Nothing was started. Ask the user to bring up ${resolution.name}${where}${resolution.notes ? ` (notes: ${resolution.notes})` : ''}.${bringUp} Or pick one of the models served now and call again.`,
+  });
+}

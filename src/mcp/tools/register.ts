@@ -1,0 +1,91 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { answer, errorResult, jsonResult } from '../results.js';
+import type { McpDeps } from '../server.js';
+
+const entryName = z
+  .string()
+  .min(1)
+  .describe(
+    'Name of the entry: letters, digits and . _ : / @ + -, starting with a letter or digit',
+  );
+
+export function registerRegisterEndpointTool(server: McpServer, deps: McpDeps): void {
+  server.registerTool(
+    'register_endpoint',
+    {
+      title: 'Register a local endpoint',
+      description:
+        'Add or replace a model server endpoint in models.local.yaml (never the user’s models.yaml). Use it when the user tells you where a llama-server or vLLM runs. Same-named entries of models.yaml are replaced.',
+      inputSchema: {
+        name: entryName,
+        base_url: z
+          .string()
+          .describe('Base URL of the server, e.g. http://127.0.0.1:8080 (no /v1)'),
+        backend: z
+          .enum(['llama.cpp', 'vllm', 'other'])
+          .optional()
+          .describe('Server kind; "other" detects it'),
+        host: z
+          .string()
+          .optional()
+          .describe('Machine or person to ask when the server must be started'),
+        notes: z.string().optional().describe('Free text for whoever starts it'),
+        api_key_env: z
+          .string()
+          .optional()
+          .describe('Name of the environment variable that holds the API key (never the key)'),
+      },
+    },
+    (input) =>
+      answer(async () => {
+        const result = await deps.registry.registerEndpoint(input);
+        if (result.kind === 'invalid')
+          return errorResult(
+            result.message,
+            'fix the fields named above and call again',
+            'CONFIG_INVALID',
+          );
+        return jsonResult({ ...result, next: 'call list_models to see whether it is up' });
+      }),
+  );
+}
+
+export function registerRegisterModelTool(server: McpServer, deps: McpDeps): void {
+  server.registerTool(
+    'register_model',
+    {
+      title: 'Register a model in the menu',
+      description:
+        'Add or replace a model in the menu (models.local.yaml): its notes, host and how to bring it up, so that when it is not running the answer tells the user what to start.',
+      inputSchema: {
+        name: entryName,
+        notes: z.string().optional().describe('What the model is good at, and how it must be run'),
+        host: z.string().optional().describe('Machine or person that runs it'),
+        served_name: z
+          .string()
+          .optional()
+          .describe('Exact served id or glob when the name does not match it'),
+        endpoint: z.string().optional().describe('Endpoint name that serves it'),
+        context: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe('Context window override in tokens'),
+        bring_up: z.string().optional().describe('Command or instruction that starts it'),
+      },
+    },
+    (input) =>
+      answer(async () => {
+        const result = await deps.registry.registerModel(input);
+        if (result.kind === 'invalid')
+          return errorResult(
+            result.message,
+            'fix the fields named above and call again',
+            'CONFIG_INVALID',
+          );
+        return jsonResult({ ...result, next: 'call list_models to see whether it is running' });
+      }),
+  );
+}

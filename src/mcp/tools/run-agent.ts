@@ -1,0 +1,127 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { PERMISSION_MODES } from '../../jobs/job.js';
+import { summarizeJob } from '../../jobs/record.js';
+import { answer, jsonResult } from '../results.js';
+import type { McpDeps } from '../server.js';
+import { notReadyResult } from './not-ready.js';
+
+/** Claude Code gives up on a tool call after 2 minutes: every wait ends before that. */
+export const MAX_WAIT_S = 110;
+
+export const runAgentInput = {
+  task: z
+    .string()
+    .trim()
+    .min(1, 'task must be a non-empty brief')
+    .describe(
+      'The brief for the delegate, self-contained: goal, files to look at, constraints, and how to verify (which test or command). The delegate sees nothing of your conversation.',
+    ),
+  model: z
+    .string()
+    .optional()
+    .describe(
+      'Served model id or menu name (from list_models); default: models.yaml defaults.model, else the first live endpoint',
+    ),
+  endpoint: z.string().optional().describe('Endpoint name, when the same model runs on several'),
+  cwd: z
+    .string()
+    .optional()
+    .describe('Absolute working directory of the job; default: the server’s directory'),
+  isolation: z
+    .enum(['none', 'worktree'])
+    .optional()
+    .describe(
+      '"worktree": run on a new branch local-agent/<job> in a separate git worktree, kept only if it changed something (recommended in git repositories); "none" (default): edit cwd directly',
+    ),
+  base_ref: z
+    .string()
+    .optional()
+    .describe(
+      'Commit, branch or tag the worktree starts from (default HEAD); only with isolation "worktree"',
+    ),
+  wait_s: z
+    .number()
+    .min(0)
+    .max(
+      MAX_WAIT_S,
+      `wait_s must be at most ${MAX_WAIT_S} (Claude Code's tool limit is 120 s); wait longer with wait_job`,
+    )
+    .optional()
+    .describe(
+      `Seconds to wait for the job before answering (0-${MAX_WAIT_S}, default 0: answer at once with the job id)`,
+    ),
+  permission_mode: z
+    .enum(PERMISSION_MODES)
+    .optional()
+    .describe('Claude Code permission mode for the delegate (default acceptEdits)'),
+  max_turns: z
+    .number()
+    .int()
+    .min(1)
+    .max(500)
+    .optional()
+    .describe('Most model turns before the delegate stops (default from models.yaml, 60)'),
+  allowed_tools: z
+    .array(z.string())
+    .optional()
+    .describe(
+      'Tools the delegate may use without asking (default Read, Edit, Write, Glob, Grep, Bash); agent-spawning tools are always removed',
+    ),
+  system_prompt_append: z
+    .string()
+    .optional()
+    .describe('Extra instructions appended to the delegate’s system prompt'),
+  resume_job: z
+    .string()
+    .optional()
+    .describe(
+      'Id of a finished job to continue: same session, model and directory; task is then the follow-up message',
+    ),
+  timeout_s: z
+    .number()
+    .int()
+    .min(1)
+    .max(86_400)
+    .optional()
+    .describe('Seconds before the job is stopped (default from models.yaml, 1800)'),
+};
+
+export function registerRunAgentTool(server: McpServer, deps: McpDeps): void {
+  server.registerTool(
+    'run_agent',
+    {
+      title: 'Delegate a task to a local model',
+      description:
+        'Start a headless Claude Code session driven by a local model to do one routine task (edits, tests, refactors, boilerplate). Answers at once with the job summary (id, status), or after wait_s. Follow it with wait_job, then review what it did: local models make mistakes, so treat the result as a draft. If the model is not running, the answer says so and whom to ask; nothing is started.',
+      inputSchema: runAgentInput,
+    },
+    (args) =>
+      answer(async () => {
+        const outcome = await deps.runner.start({
+          task: args.task,
+          model: args.model,
+          endpoint: args.endpoint,
+          cwd: args.cwd ?? deps.cwd,
+          isolation: args.isolation,
+          baseRef: args.base_ref,
+          permissionMode: args.permission_mode,
+          maxTurns: args.max_turns,
+          allowedTools: args.allowed_tools,
+          systemPromptAppend: args.system_prompt_append,
+          resumeJob: args.resume_job,
+          timeoutS: args.timeout_s,
+        });
+        if (outcome.kind === 'not_ready') {
+          if (outcome.resolution.kind === 'ready')
+            throw new Error('runner reported a ready resolution as not ready');
+          return notReadyResult(outcome.resolution);
+        }
+        const record =
+          args.wait_s && args.wait_s > 0
+            ? await deps.runner.wait(outcome.record.id, args.wait_s * 1000)
+            : outcome.record;
+        return jsonResult(summarizeJob(record));
+      }),
+  );
+}

@@ -1,0 +1,70 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import type { JobRecord } from '../../jobs/job.js';
+import { summarizeJob } from '../../jobs/record.js';
+import { answer, jsonResult } from '../results.js';
+import type { McpDeps } from '../server.js';
+import { jobIdInput } from './job-id.js';
+import { MAX_WAIT_S } from './run-agent.js';
+
+const HEARTBEAT_MS = 5000;
+
+export function registerWaitJobTool(server: McpServer, deps: McpDeps): void {
+  server.registerTool(
+    'wait_job',
+    {
+      title: 'Wait for a job',
+      description: `Wait until a job finishes or timeout_s passes (at most ${MAX_WAIT_S} s, under Claude Code's 2-minute tool limit), then answer with its summary. While the status is still running, call wait_job again. Sends progress notifications with the job's last activity when the call carries a progress token.`,
+      inputSchema: {
+        job_id: jobIdInput,
+        timeout_s: z
+          .number()
+          .min(0)
+          .max(
+            MAX_WAIT_S,
+            `timeout_s must be at most ${MAX_WAIT_S}; call wait_job again to wait longer`,
+          )
+          .optional()
+          .describe(`Seconds to wait (0-${MAX_WAIT_S}, default ${MAX_WAIT_S})`),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    (args, extra) =>
+      answer(async () => {
+        const progressToken = extra._meta?.progressToken;
+        let progress = 0;
+        let lastText = '';
+        const notify = (record: JobRecord, force: boolean): void => {
+          if (progressToken === undefined) return;
+          const text = `${record.status}: turn ${record.turns}, ${record.tool_calls} tool calls${record.last_activity ? `, ${record.last_activity.text}` : ''}`;
+          if (!force && text === lastText) return;
+          lastText = text;
+          progress += 1;
+          extra
+            .sendNotification({
+              method: 'notifications/progress',
+              params: { progressToken, progress, message: text },
+            })
+            .catch(() => {});
+        };
+        let latest: JobRecord = await deps.runner.get(args.job_id);
+        const heartbeat =
+          progressToken === undefined
+            ? undefined
+            : setInterval(() => notify(latest, true), HEARTBEAT_MS);
+        try {
+          const record = await deps.runner.wait(
+            args.job_id,
+            (args.timeout_s ?? MAX_WAIT_S) * 1000,
+            (update) => {
+              latest = update;
+              notify(update, false);
+            },
+          );
+          return jsonResult(summarizeJob(record));
+        } finally {
+          clearInterval(heartbeat);
+        }
+      }),
+  );
+}

@@ -1,0 +1,204 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { classifyBackendError } from './backend-errors.js';
+import { isRecord } from './fold-system.js';
+import { toClientError, type ErrorContext } from './errors.js';
+
+const LLAMA = new URL('../../../shared/fixtures/llama.cpp/', import.meta.url);
+
+/** Status and raw body text of a captured llama-server answer. */
+function captured(name: string): { status: number; body: string } {
+  const fixture: unknown = JSON.parse(readFileSync(new URL(name, LLAMA), 'utf8'));
+  if (!isRecord(fixture) || !isRecord(fixture.response)) throw new Error(`${name}: no response`);
+  const { status, body } = fixture.response;
+  return { status: Number(status), body: JSON.stringify(body) };
+}
+
+const context: ErrorContext = {
+  contextTokens: 16384,
+  estimatedPromptTokens: 12000,
+  endpointName: 'gpu',
+  apiKeyEnv: 'LLAMA_API_KEY',
+};
+
+function translate(status: number, body: string, ctx: ErrorContext = context) {
+  return toClientError(classifyBackendError(status, body), ctx);
+}
+
+describe('toClientError with llama.cpp captures', () => {
+  it.each([
+    [
+      'A34-messages-overflow.json',
+      400,
+      'invalid_request_error',
+      'prompt is too long: 9011 tokens > 8192 maximum',
+    ],
+    [
+      'A35-messages-overflow-stream.json',
+      400,
+      'invalid_request_error',
+      'prompt is too long: 9011 tokens > 8192 maximum',
+    ],
+    [
+      'A91-messages-prompt-8192-of-8192-rejected.json',
+      400,
+      'invalid_request_error',
+      'prompt is too long: 8192 tokens > 8192 maximum',
+    ],
+    [
+      'C13-messages-concurrent-r0.json',
+      400,
+      'invalid_request_error',
+      'prompt is too long: 16385 tokens > 16384 maximum',
+    ],
+    [
+      'C14-messages-concurrent-r1.json',
+      400,
+      'invalid_request_error',
+      'prompt is too long: 16385 tokens > 16384 maximum',
+    ],
+    [
+      'Z01-get-health-while-loading.json',
+      529,
+      'overloaded_error',
+      'backend unavailable: Loading model',
+    ],
+    [
+      'A69c-get-slots-fail-on-no-slot-busy.json',
+      529,
+      'overloaded_error',
+      'backend unavailable: no slot available',
+    ],
+    ['A46-get-unknown-path.json', 404, 'not_found_error', 'File Not Found'],
+    [
+      'random-model/R-messages-no-max-tokens-parse-error-500.json',
+      500,
+      'api_error',
+      'The model produced output that does not match the expected peg-native format',
+    ],
+  ])('translates %s to %i %s', (name, status, type, message) => {
+    const { status: upstream, body } = captured(name);
+    expect(translate(upstream, body)).toEqual({ status, type, message });
+  });
+
+  it('names the endpoint and its key variable when llama-server rejects the key (F07)', () => {
+    const { status, body } = captured('F07-messages-no-key.json');
+    const client = translate(status, body);
+    expect(client.status).toBe(401);
+    expect(client.type).toBe('authentication_error');
+    expect(client.message).toContain('endpoint "gpu" rejected the API key (Invalid API Key)');
+    expect(client.message).toContain('LLAMA_API_KEY');
+  });
+
+  it('keeps the template error a 400 with its text (A22)', () => {
+    const { status, body } = captured('A22-messages-midsystem-error.json');
+    const client = translate(status, body);
+    expect(client.status).toBe(400);
+    expect(client.message).toContain('System message must be at the beginning.');
+  });
+
+  it('answers 529 for unified-KV exhaustion when the window is unknown, so Claude Code retries', () => {
+    const { status, body } = captured('C13-messages-concurrent-r0.json');
+    const client = translate(status, body, { estimatedPromptTokens: 10 });
+    expect(client).toMatchObject({ status: 529, type: 'overloaded_error' });
+  });
+
+  it('uses the estimate when it is above the window for unified-KV exhaustion', () => {
+    const { status, body } = captured('C14-messages-concurrent-r1.json');
+    expect(translate(status, body, { ...context, estimatedPromptTokens: 20000 }).message).toBe(
+      'prompt is too long: 20000 tokens > 16384 maximum',
+    );
+  });
+});
+
+const vllmAnthropic = (message: string): string =>
+  JSON.stringify({ type: 'error', error: { type: 'BadRequestError', message } });
+
+describe('classifyBackendError with vLLM wordings (backends.md §1.6)', () => {
+  it.each([
+    [
+      "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (35000 in the messages, 5000 in the completion). Please reduce the length of the messages or completion.",
+      { kind: 'context_overflow', promptTokens: 35000, contextTokens: 32768, lowerBound: false },
+    ],
+    [
+      "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (20000 in the messages, 20000 in the completion). Please reduce the length of the messages or completion.",
+      {
+        kind: 'max_tokens_too_large',
+        promptTokens: 20000,
+        contextTokens: 32768,
+        lowerBound: false,
+      },
+    ],
+    [
+      "This model's maximum context length is 32768 tokens. However, your request has 33000 input tokens. Please reduce the length of the input messages. (parameter=input_tokens, value=33000)",
+      { kind: 'context_overflow', promptTokens: 33000, contextTokens: 32768, lowerBound: false },
+    ],
+    [
+      "'max_tokens' or 'max_completion_tokens' is too large: 64000. This model's maximum context length is 20000 tokens and your request has 16614 input tokens (64000 > 20000 - 16614). None",
+      {
+        kind: 'max_tokens_too_large',
+        promptTokens: 16614,
+        contextTokens: 20000,
+        lowerBound: false,
+      },
+    ],
+    [
+      "You passed 9000 input tokens and requested 32000 output tokens. However, the model's context length is only 32768 tokens, resulting in a maximum input length of 768 tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=9000)",
+      { kind: 'max_tokens_too_large', promptTokens: 9000, contextTokens: 32768, lowerBound: false },
+    ],
+    [
+      "You passed 120000 input characters and requested 32000 output tokens. However, the model's context length is only 32768 tokens, resulting in a maximum input length of 768 tokens (at most 3072 characters). Please reduce the length of the input prompt. (parameter=input_text, value=120000)",
+      {
+        kind: 'max_tokens_too_large',
+        promptTokens: undefined,
+        contextTokens: 32768,
+        lowerBound: false,
+      },
+    ],
+    [
+      'max_output_tokens=128000cannot be greater than max_total_tokens=max_total_tokens=65536. Please request fewer output tokens.',
+      {
+        kind: 'max_tokens_too_large',
+        promptTokens: undefined,
+        contextTokens: 65536,
+        lowerBound: false,
+      },
+    ],
+    [
+      "This model's maximum context length is 65536 tokens. However, you requested 32000 output tokens and your prompt contains at least 33537 input tokens, for a total of at least 65537 tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=33537)",
+      { kind: 'max_tokens_too_large', promptTokens: 33537, contextTokens: 65536, lowerBound: true },
+    ],
+  ])('reads %s', (message, expected) => {
+    expect(classifyBackendError(400, vllmAnthropic(message))).toMatchObject(expected);
+  });
+
+  it('translates a vLLM overflow into the wording Claude Code compacts on', () => {
+    const message =
+      "This model's maximum context length is 32768 tokens. However, your request has 33000 input tokens. Please reduce the length of the input messages.";
+    expect(translate(400, vllmAnthropic(message)).message).toBe(
+      'prompt is too long: 33000 tokens > 32768 maximum',
+    );
+  });
+
+  it.each([
+    [401, '{"error":"Unauthorized"}', 401, 'authentication_error'],
+    [
+      404,
+      '{"type":"error","error":{"type":"NotFoundError","message":"The model `claude-x` does not exist."}}',
+      404,
+      'not_found_error',
+    ],
+    [404, '{"detail":"Not Found"}', 404, 'not_found_error'],
+    [500, '{"type":"error","error":{"type":"internal_error","message":"boom"}}', 500, 'api_error'],
+    [
+      400,
+      '{"error":{"message":"1 validation error","type":"Bad Request","param":"body.max_tokens","code":400}}',
+      400,
+      'invalid_request_error',
+    ],
+    [502, 'Bad Gateway', 502, 'api_error'],
+    [429, '{"error":{"message":"slow down"}}', 429, 'rate_limit_error'],
+  ])('maps a vLLM %i answer to an Anthropic envelope', (status, body, expectedStatus, type) => {
+    expect(translate(status, body)).toMatchObject({ status: expectedStatus, type });
+  });
+});

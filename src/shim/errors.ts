@@ -1,0 +1,118 @@
+import type { BackendError } from './backend-errors.js';
+
+/** The error types of Anthropic's API, the only ones Claude Code acts on. */
+export type AnthropicErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'request_too_large'
+  | 'rate_limit_error'
+  | 'api_error'
+  | 'overloaded_error';
+
+export interface ClientError {
+  status: number;
+  type: AnthropicErrorType;
+  message: string;
+}
+
+/** What the translation needs to know about the route. */
+export interface ErrorContext {
+  /** The job's window, for llama.cpp's unified-KV `Context size has been exceeded.` (which carries no numbers). */
+  contextTokens?: number | undefined;
+  /** Our own estimate of the prompt, used when the backend gives no prompt size. */
+  estimatedPromptTokens: number;
+  endpointName?: string | undefined;
+  apiKeyEnv?: string | undefined;
+}
+
+export function anthropicErrorJson(type: AnthropicErrorType, message: string): string {
+  return JSON.stringify({ type: 'error', error: { type, message } });
+}
+
+/** An SSE `event: error` frame in Anthropic's shape, which Claude Code treats like a cut stream and retries. */
+export function anthropicErrorEvent(type: AnthropicErrorType, message: string): string {
+  return `event: error\ndata: ${anthropicErrorJson(type, message)}\n\n`;
+}
+
+/**
+ * The wording Claude Code compacts on (contract §3.3). It is Anthropic's own; Claude Code also knows llama.cpp's and
+ * vLLM's overflow texts but not llama.cpp's `Context size has been exceeded.`, so every overflow is said this way.
+ */
+export function promptTooLong(promptTokens: number, contextTokens: number): ClientError {
+  return {
+    status: 400,
+    type: 'invalid_request_error',
+    message: `prompt is too long: ${promptTokens} tokens > ${contextTokens} maximum`,
+  };
+}
+
+const TYPE_BY_STATUS: Record<number, AnthropicErrorType> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+};
+
+/** Backend error → what Claude Code should see. Loading/overload → 529 so it retries; 5xx → api_error. */
+export function toClientError(error: BackendError, context: ErrorContext): ClientError {
+  switch (error.kind) {
+    case 'context_overflow':
+      return promptTooLong(error.promptTokens, error.contextTokens);
+    case 'max_tokens_too_large': {
+      // Reached only when the clamp-and-retry could not make it fit: the prompt itself is (about) the window.
+      const prompt = Math.max(
+        error.promptTokens ?? 0,
+        context.estimatedPromptTokens,
+        error.contextTokens + 1,
+      );
+      return promptTooLong(prompt, error.contextTokens);
+    }
+    case 'kv_exhausted':
+      if (context.contextTokens !== undefined) {
+        const prompt = Math.max(context.estimatedPromptTokens, context.contextTokens + 1);
+        return promptTooLong(prompt, context.contextTokens);
+      }
+      return {
+        status: 529,
+        type: 'overloaded_error',
+        message: `backend overloaded: ${error.message}`,
+      };
+    case 'unavailable':
+      return {
+        status: 529,
+        type: 'overloaded_error',
+        message: `backend unavailable: ${error.message}`,
+      };
+    case 'auth': {
+      const endpoint = context.endpointName ? `endpoint "${context.endpointName}"` : 'the backend';
+      const variable = context.apiKeyEnv
+        ? `set ${context.apiKeyEnv} to the key the server was started with`
+        : 'set the endpoint’s api_key_env variable to the key the server was started with';
+      return {
+        status: 401,
+        type: 'authentication_error',
+        message: `${endpoint} rejected the API key (${error.message}); ${variable}`,
+      };
+    }
+    case 'other':
+      return otherError(error.status, error.message);
+  }
+}
+
+function otherError(status: number, message: string): ClientError {
+  const known = TYPE_BY_STATUS[status];
+  if (known) return { status, type: known, message };
+  if (status >= 500) return { status: status === 501 ? 500 : status, type: 'api_error', message };
+  return { status, type: 'invalid_request_error', message };
+}
+
+/** A mid-stream backend error → the Anthropic error type Claude Code retries on (overload or server error). */
+export function streamErrorType(error: BackendError): AnthropicErrorType {
+  return error.kind === 'unavailable' || error.kind === 'kv_exhausted'
+    ? 'overloaded_error'
+    : 'api_error';
+}

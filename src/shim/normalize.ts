@@ -1,0 +1,161 @@
+import { z } from 'zod';
+import { isPlainlyUntouched } from './fast-path.js';
+import { foldSystemMessages, isRecord, needsFold } from './fold-system.js';
+
+/** Names of the request rewrites, as they appear in `requests.jsonl` `rewrites`. */
+export type RewriteName =
+  'fold_system' | 'role_map' | 'billing_nonce' | 'model_map' | 'clamp_max_tokens';
+
+/** The part of a route that decides how a request body is rewritten. */
+export interface NormalizeRoute {
+  backend: 'llama.cpp' | 'vllm' | 'other';
+  servedId: string;
+  servedIds?: string[] | undefined;
+  contextTokens?: number | undefined;
+}
+
+const MessageSchema = z.looseObject({ role: z.string(), content: z.unknown() });
+
+/** Only the fields the shim reads or rewrites; everything else rides along untouched (loose objects). */
+const RequestSchema = z.looseObject({
+  model: z.string().optional(),
+  messages: z.array(MessageSchema),
+  system: z.unknown().optional(),
+  tools: z.array(z.unknown()).optional(),
+  max_tokens: z.number().optional(),
+  stream: z.boolean().optional(),
+});
+
+export type AnthropicRequest = z.infer<typeof RequestSchema>;
+
+export type NormalizeResult =
+  /** Forward the raw bytes. `request` is there when the body had to be parsed to know. */
+  | { kind: 'untouched'; request?: AnthropicRequest }
+  | {
+      kind: 'rewritten';
+      body: Buffer;
+      rewrites: RewriteName[];
+      request: AnthropicRequest;
+      original: AnthropicRequest;
+    }
+  | { kind: 'invalid'; message: string };
+
+const BILLING_PREFIX = 'x-anthropic-billing-header:';
+
+/**
+ * A rough token count from the body size: about four bytes per token for Claude Code's JSON-heavy prompts, which
+ * overestimates a little (the 41,985-B first request renders to ~9.4k tokens, fixtures/llama.cpp/README.md).
+ * Erring high keeps vLLM's `prompt + max_tokens <= max_model_len` check satisfied.
+ */
+export function estimatePromptTokens(bodyBytes: number): number {
+  return Math.ceil(bodyBytes / 4);
+}
+
+/** Parse once at the edge; a body that is not a messages request is answered 400 by the shim, not forwarded. */
+export function parseRequest(
+  raw: Buffer,
+): { ok: true; request: AnthropicRequest } | { ok: false; message: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.toString('utf8'));
+  } catch (error) {
+    return {
+      ok: false,
+      message: `request body is not valid JSON: ${error instanceof Error ? error.message : String(error)}`,
+    };
+  }
+  const parsed = RequestSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'body';
+    return { ok: false, message: `${where}: ${issue?.message ?? 'invalid request'}` };
+  }
+  return { ok: true, request: parsed.data };
+}
+
+function hasBillingBlock(system: unknown): boolean {
+  if (typeof system === 'string') return system.startsWith(BILLING_PREFIX);
+  return Array.isArray(system) && system.some((block) => isBillingBlock(block));
+}
+
+function isBillingBlock(block: unknown): boolean {
+  return isRecord(block) && typeof block.text === 'string' && block.text.startsWith(BILLING_PREFIX);
+}
+
+/**
+ * Drops the billing block: its hash differs between sessions and after compaction, so leaving it re-processes the
+ * whole system prompt and tool schemas the previous job left in the KV cache (contract §0.8). Jobs also set
+ * CLAUDE_CODE_ATTRIBUTION_HEADER=0, which removes the same block, so both kinds of session share one prefix.
+ */
+function withoutBilling(system: unknown): unknown {
+  if (typeof system === 'string') {
+    const newline = system.indexOf('\n');
+    return newline === -1 ? '' : system.slice(newline + 1);
+  }
+  return Array.isArray(system) ? system.filter((block) => !isBillingBlock(block)) : system;
+}
+
+/** The model the backend should see: left alone if it serves it, else the route's served id. */
+function mappedModel(model: string | undefined, route: NormalizeRoute): string | undefined {
+  if (model === route.servedId || (model !== undefined && route.servedIds?.includes(model)))
+    return undefined;
+  return route.servedId;
+}
+
+/**
+ * vLLM rejects prompt + max_tokens > max_model_len with a 400 (backends.md §1.6) and Claude Code asks for 32000,
+ * then 128000; llama.cpp just stops at the slot limit, so it is left alone there (clamping on an estimate could
+ * only end its replies early).
+ */
+export function outputRoom(bodyBytes: number, route: NormalizeRoute): number | undefined {
+  if (route.backend === 'llama.cpp' || route.contextTokens === undefined) return undefined;
+  return route.contextTokens - estimatePromptTokens(bodyBytes);
+}
+
+function clampedMaxTokens(request: AnthropicRequest, room: number | undefined): number | undefined {
+  if (room === undefined || request.max_tokens === undefined) return undefined;
+  if (room < 1 || request.max_tokens <= room) return undefined;
+  return room;
+}
+
+/**
+ * Pure: the body to forward. When no rewrite applies (the common case for jobs) the raw bytes are forwarded and,
+ * where the bytes alone show it (fast-path.ts), the body is not even parsed: `untouched` then carries no request.
+ */
+export function normalizeRequest(raw: Buffer, route: NormalizeRoute): NormalizeResult {
+  const room = outputRoom(raw.length, route);
+  if (isPlainlyUntouched(raw, route, room)) return { kind: 'untouched' };
+  const parsed = parseRequest(raw);
+  if (!parsed.ok) return { kind: 'invalid', message: parsed.message };
+  const request = parsed.request;
+  const rewrites: RewriteName[] = [];
+  let next: AnthropicRequest = request;
+  if (needsFold(request.messages)) {
+    const result = foldSystemMessages(request.messages);
+    next = { ...next, messages: result.messages };
+    if (result.folded > 0) rewrites.push('fold_system');
+    if (result.rolesMapped > 0) rewrites.push('role_map');
+  }
+  if (hasBillingBlock(request.system)) {
+    next = { ...next, system: withoutBilling(request.system) };
+    rewrites.push('billing_nonce');
+  }
+  const model = mappedModel(request.model, route);
+  if (model !== undefined) {
+    next = { ...next, model };
+    rewrites.push('model_map');
+  }
+  const maxTokens = clampedMaxTokens(request, room);
+  if (maxTokens !== undefined) {
+    next = { ...next, max_tokens: maxTokens };
+    rewrites.push('clamp_max_tokens');
+  }
+  if (rewrites.length === 0) return { kind: 'untouched', request };
+  return {
+    kind: 'rewritten',
+    body: Buffer.from(JSON.stringify(next)),
+    rewrites,
+    request: next,
+    original: request,
+  };
+}

@@ -1,0 +1,108 @@
+import { promisify } from 'node:util';
+import { brotliDecompress, gunzip, inflate } from 'node:zlib';
+import type { Exchange } from './exchange.js';
+import { createFastPathScanner } from './fast-path.js';
+import { outputRoom } from './normalize.js';
+import { sendClientError } from './translate.js';
+import { forwardHeaders, openUpstream, type OpenedRequest } from './upstream.js';
+
+const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
+
+const DECOMPRESS: Record<string, (input: Buffer) => Promise<Buffer>> = {
+  gzip: promisify(gunzip),
+  'x-gzip': promisify(gunzip),
+  br: promisify(brotliDecompress),
+  deflate: promisify(inflate),
+};
+
+export interface Received {
+  raw: Buffer;
+  /** Set when the body was streamed to the backend as it arrived and proved to need no rewrite: already sent. */
+  sent?: OpenedRequest;
+}
+
+/**
+ * Reads the client's body. With `speculate`, a body that looks rewrite-free is forwarded while it arrives, one chunk
+ * behind, so a 1 MB request does not pay a store-and-forward hop; its last chunk goes out only once the whole body
+ * is known to be clean, and if it turns out to need a rewrite the unfinished request is dropped (the backend never
+ * sees a complete one). Undefined when the client has been answered (or has gone).
+ */
+export async function receiveBody(
+  exchange: Exchange,
+  speculate: boolean,
+): Promise<Received | undefined> {
+  const { req, route } = exchange;
+  const encoding = req.headers['content-encoding']?.toLowerCase();
+  const plain = !encoding || encoding === 'identity';
+  const length = Number(req.headers['content-length']);
+  const canSpeculate =
+    speculate && plain && Number.isSafeInteger(length) && length > 0 && length <= MAX_REQUEST_BYTES;
+  const scanner = canSpeculate
+    ? createFastPathScanner(route.config, outputRoom(length, route.config))
+    : undefined;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let clean = scanner !== undefined;
+  let sent: OpenedRequest | undefined;
+  let held: Buffer | undefined;
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_REQUEST_BYTES) {
+        sent?.abandon();
+        const message = `request body over ${MAX_REQUEST_BYTES} bytes`;
+        sendClientError(exchange, { status: 413, type: 'request_too_large', message }, message);
+        return undefined;
+      }
+      chunks.push(chunk);
+      if (!clean || !scanner) continue;
+      if (scanner.push(chunk) === 'rewrite') {
+        clean = false;
+        sent?.abandon();
+        sent = undefined;
+        continue;
+      }
+      sent ??= openUpstream(route.upstream, {
+        method: 'POST',
+        path: exchange.path,
+        headers: forwardHeaders(req.headers, route.upstream, length),
+        signal: exchange.signal,
+      });
+      if (held) sent.outgoing.write(held);
+      held = chunk;
+    }
+  } catch {
+    // The client went away mid-body.
+    sent?.abandon();
+    return undefined;
+  }
+  const raw = Buffer.concat(chunks);
+  if (sent && clean && raw.length === length && scanner?.finish() === 'clean') {
+    sent.outgoing.end(held);
+    return { raw, sent };
+  }
+  sent?.abandon();
+  return encoding === undefined || encoding === 'identity'
+    ? { raw }
+    : decompress(exchange, raw, encoding);
+}
+
+async function decompress(
+  exchange: Exchange,
+  raw: Buffer,
+  encoding: string,
+): Promise<Received | undefined> {
+  const inflater = DECOMPRESS[encoding];
+  if (!inflater) {
+    const message = `unsupported content-encoding "${encoding}"; send the body uncompressed`;
+    sendClientError(exchange, { status: 415, type: 'invalid_request_error', message }, message);
+    return undefined;
+  }
+  try {
+    return { raw: await inflater(raw) };
+  } catch (error) {
+    const message = `cannot decode the ${encoding} request body: ${String(error)}`;
+    sendClientError(exchange, { status: 400, type: 'invalid_request_error', message }, message);
+    return undefined;
+  }
+}

@@ -1,0 +1,215 @@
+import type { IncomingMessage } from 'node:http';
+import { classifyBackendError, type BackendError } from './backend-errors.js';
+import { sendJson, type Exchange } from './exchange.js';
+import { toPrefixLog } from './log.js';
+import { relayJson } from './json-relay.js';
+import {
+  estimatePromptTokens,
+  normalizeRequest,
+  parseRequest,
+  type AnthropicRequest,
+  type NormalizeResult,
+} from './normalize.js';
+import { retryDecision } from './retry.js';
+import { relayStream } from './stream-relay.js';
+import { sendClientError, translateAndSend } from './translate.js';
+import { receiveBody } from './receive.js';
+import {
+  describeConnectError,
+  forwardHeaders,
+  readBody,
+  requestUpstream,
+  type OpenedRequest,
+} from './upstream.js';
+
+const MAX_ERROR_BYTES = 1024 * 1024;
+
+/** Handles one request on a route: local answers, `/v1/messages`, `count_tokens`, and everything else passed on. */
+export async function handleExchange(exchange: Exchange): Promise<void> {
+  const { req, path } = exchange;
+  const pathname = path.split('?')[0] ?? path;
+  // Claude Code's startup probe (contract §2.1): answered here, the backend has nothing to say about it.
+  if (pathname === '/api/hello') {
+    sendJson(exchange, 200, '{}');
+    return;
+  }
+  const isMessages = pathname === '/v1/messages';
+  const isCount = pathname === '/v1/messages/count_tokens';
+  const received = await receiveBody(exchange, req.method === 'POST' && isMessages);
+  if (received === undefined) return;
+  const { raw, sent } = received;
+  exchange.line.bytes_in = raw.length;
+  if (req.method === 'POST' && (isMessages || isCount)) {
+    // A body already streamed to the backend was proved clean on the way: nothing to rewrite.
+    const normalized: NormalizeResult = sent
+      ? { kind: 'untouched' }
+      : normalizeRequest(raw, exchange.route.config);
+    if (normalized.kind === 'invalid') {
+      sendClientError(
+        exchange,
+        { status: 400, type: 'invalid_request_error', message: normalized.message },
+        normalized.message,
+      );
+      return;
+    }
+    const body = normalized.kind === 'rewritten' ? normalized.body : raw;
+    if (normalized.kind === 'rewritten') exchange.line.rewrites.push(...normalized.rewrites);
+    exchange.route.log?.appendFull({
+      kind: 'request_body',
+      ts: exchange.line.ts,
+      seq: exchange.line.seq,
+      path,
+      headers: forwardHeadersForLog(req),
+      body,
+    });
+    // Parsed only when needed: the fast path forwards a body nobody has parsed yet.
+    let parsed = normalized.request;
+    const request = (): AnthropicRequest | undefined => {
+      if (parsed) return parsed;
+      const result = parseRequest(raw);
+      parsed = result.ok ? result.request : undefined;
+      return parsed;
+    };
+    // Off the hot path: counted and fingerprinted once the answer is done, so a 1 MB parse never holds up the
+    // relay (it shares this thread with every other stream).
+    exchange.beforeLog.push(() => {
+      const forwarded = request();
+      if (!forwarded) return;
+      describeRequest(
+        exchange,
+        normalized.kind === 'rewritten' ? normalized.original : forwarded,
+        forwarded,
+      );
+      if (isMessages) {
+        const verdict = exchange.route.tracker.check(forwarded, exchange.line.session ?? undefined);
+        exchange.line.prefix = toPrefixLog(verdict);
+      }
+    });
+    await (isMessages
+      ? relayMessages(exchange, request, body, sent)
+      : relayCountTokens(exchange, body));
+    return;
+  }
+  await relayOther(exchange, raw);
+}
+
+function forwardHeadersForLog(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    out[name] =
+      name === 'authorization' || name === 'x-api-key'
+        ? '[redacted]'
+        : Array.isArray(value)
+          ? value.join(', ')
+          : value;
+  }
+  return out;
+}
+
+function describeRequest(
+  exchange: Exchange,
+  original: AnthropicRequest,
+  request: AnthropicRequest,
+): void {
+  const { line } = exchange;
+  line.model = original.model ?? null;
+  line.upstream_model = request.model ?? null;
+  line.stream = request.stream === true;
+  line.messages = original.messages.length;
+  line.tools = original.tools?.length ?? 0;
+}
+
+type Attempt =
+  | { kind: 'answer'; upstream: IncomingMessage }
+  | { kind: 'error'; error: BackendError; text: string }
+  | { kind: 'gone' };
+
+async function attempt(
+  exchange: Exchange,
+  method: string,
+  body: Buffer | undefined,
+  sent?: OpenedRequest,
+): Promise<Attempt> {
+  const { route, req } = exchange;
+  exchange.line.bytes_upstream = body?.length ?? 0;
+  let upstream: IncomingMessage;
+  try {
+    upstream = await (sent?.response ??
+      requestUpstream(route.upstream, {
+        method,
+        path: exchange.path,
+        headers: forwardHeaders(req.headers, route.upstream, body?.length),
+        body,
+        signal: exchange.signal,
+      }));
+  } catch (error) {
+    if (exchange.signal.aborted) return { kind: 'gone' };
+    // Not a socket reset: Claude Code retries a 502 like any 5xx (contract §3.1).
+    const message = describeConnectError(error, route.upstream.url);
+    sendClientError(exchange, { status: 502, type: 'api_error', message }, String(error));
+    return { kind: 'gone' };
+  }
+  const status = upstream.statusCode ?? 502;
+  exchange.line.upstream_status = status;
+  if (status < 400) return { kind: 'answer', upstream };
+  const text = (await readBody(upstream, MAX_ERROR_BYTES)).toString('utf8');
+  return { kind: 'error', error: classifyBackendError(status, text), text };
+}
+
+async function relayMessages(
+  exchange: Exchange,
+  request: () => AnthropicRequest | undefined,
+  firstBody: Buffer,
+  sent: OpenedRequest | undefined,
+): Promise<void> {
+  let body = firstBody;
+  for (let retried = false; ; retried = true) {
+    const result = await attempt(exchange, 'POST', body, retried ? undefined : sent);
+    if (result.kind === 'gone') return;
+    if (result.kind === 'answer') {
+      const type = result.upstream.headers['content-type'] ?? '';
+      await (type.includes('text/event-stream')
+        ? relayStream(exchange, result.upstream)
+        : relayJson(exchange, result.upstream));
+      return;
+    }
+    const forwarded =
+      result.error.kind === 'max_tokens_too_large' && !retried ? request() : undefined;
+    if (result.error.kind === 'max_tokens_too_large' && forwarded) {
+      const decision = await retryDecision(exchange, result.error, forwarded, body);
+      if (decision.kind === 'retry') {
+        body = Buffer.from(JSON.stringify({ ...forwarded, max_tokens: decision.maxTokens }));
+        exchange.line.rewrites.push('retry_clamped');
+        continue;
+      }
+      translateAndSend(exchange, decision.error, result.text);
+      return;
+    }
+    translateAndSend(exchange, result.error, result.text);
+    return;
+  }
+}
+
+/** llama.cpp (b7187+) and `vllm serve` count tokens; v0.11's separate Anthropic server has no such route. */
+async function relayCountTokens(exchange: Exchange, body: Buffer): Promise<void> {
+  const result = await attempt(exchange, 'POST', body);
+  if (result.kind === 'gone') return;
+  if (result.kind === 'answer') return relayJson(exchange, result.upstream);
+  const status = exchange.line.upstream_status ?? 0;
+  if (status === 404 || status === 405 || status === 501) {
+    exchange.line.rewrites.push('count_tokens_estimate');
+    sendJson(exchange, 200, JSON.stringify({ input_tokens: estimatePromptTokens(body.length) }));
+    return;
+  }
+  translateAndSend(exchange, result.error, result.text);
+}
+
+async function relayOther(exchange: Exchange, raw: Buffer): Promise<void> {
+  const method = exchange.req.method ?? 'GET';
+  const hasBody = raw.length > 0 || (method !== 'GET' && method !== 'HEAD');
+  const result = await attempt(exchange, method, hasBody ? raw : undefined);
+  if (result.kind === 'gone') return;
+  if (result.kind === 'error') return translateAndSend(exchange, result.error, result.text);
+  return relayJson(exchange, result.upstream);
+}

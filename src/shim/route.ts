@@ -1,0 +1,86 @@
+import type { Diagnostics } from '../diagnostics.js';
+import type { RequestLog, RequestLogLine } from './log.js';
+import type { PrefixTracker } from './prefix-stability.js';
+import type { Upstream } from './upstream.js';
+
+/** One job's (or one `localagents proxy`'s) backend, as the shim needs it. */
+export interface RouteConfig {
+  /** e.g. http://127.0.0.1:8080 (no trailing /v1) */
+  backendUrl: string;
+  backend: 'llama.cpp' | 'vllm' | 'other';
+  /** What the backend serves; model names it does not serve are mapped to this. */
+  servedId: string;
+  /** Every id the backend serves (names in this list are left alone). */
+  servedIds?: string[];
+  /** The job's window: for clamping and for translating 'Context size has been exceeded.' */
+  contextTokens?: number;
+  /** Sent as Authorization: Bearer; never logged. */
+  apiKey?: string;
+  /** Named in 401 translations. */
+  apiKeyEnv?: string;
+  endpointName?: string;
+  /** requests.jsonl (+ requests_full.jsonl when dumpFullRequests) go here. */
+  logDir?: string;
+  dumpFullRequests?: boolean;
+  /** Silence on an open stream after which the shim sends `event: ping` (default 15000). */
+  keepaliveMs?: number;
+}
+
+export interface RouteStats {
+  requests: number;
+  /** Prompt tokens the backend reported, cached ones included. */
+  promptTokens: number;
+  cachedTokens: number;
+  outputTokens: number;
+  /** Requests in which at least one system message was folded. */
+  folds: number;
+  /** Non-compaction prompts that extended the previous prompt of their conversation, of those checked. */
+  prefixStable: number;
+  prefixChecked: number;
+  errorsTranslated: number;
+}
+
+/** The live state behind a ShimRoute. */
+export interface RouteRuntime {
+  config: RouteConfig;
+  upstream: Upstream;
+  log: RequestLog | undefined;
+  tracker: PrefixTracker;
+  stats: RouteStats;
+  keepaliveMs: number;
+  diagnostics: Diagnostics;
+  /** Aborts every request in flight on this route when the route closes. */
+  abort: AbortController;
+  inflight: Set<Promise<void>>;
+  seq: number;
+}
+
+export const DEFAULT_KEEPALIVE_MS = 15_000;
+
+export function emptyStats(): RouteStats {
+  return {
+    requests: 0,
+    promptTokens: 0,
+    cachedTokens: 0,
+    outputTokens: 0,
+    folds: 0,
+    prefixStable: 0,
+    prefixChecked: 0,
+    errorsTranslated: 0,
+  };
+}
+
+export function countInStats(stats: RouteStats, line: RequestLogLine): void {
+  stats.requests++;
+  if (line.usage) {
+    stats.promptTokens += line.usage.input_tokens + line.usage.cache_read_input_tokens;
+    stats.cachedTokens += line.usage.cache_read_input_tokens;
+    stats.outputTokens += line.usage.output_tokens;
+  }
+  if (line.rewrites.includes('fold_system')) stats.folds++;
+  if (line.prefix?.kind === 'extends' || line.prefix?.kind === 'changed') {
+    stats.prefixChecked++;
+    if (line.prefix.kind === 'extends') stats.prefixStable++;
+  }
+  if (line.error) stats.errorsTranslated++;
+}

@@ -1,0 +1,167 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { silentDiagnostics, type Diagnostics } from '../diagnostics.js';
+import { LocalAgentsError } from '../errors.js';
+import { anthropicErrorJson } from './errors.js';
+import { createExchange, finishExchange } from './exchange.js';
+import { createRequestLog } from './log.js';
+import { createPrefixTracker } from './prefix-stability.js';
+import { handleExchange } from './relay.js';
+import {
+  DEFAULT_KEEPALIVE_MS,
+  emptyStats,
+  type RouteConfig,
+  type RouteRuntime,
+  type RouteStats,
+} from './route.js';
+import { createAgents, createUpstream, destroyAgents } from './upstream.js';
+
+export type { RouteConfig, RouteStats } from './route.js';
+
+export interface ShimRoute {
+  token: string;
+  /** `${shim.url}/j/${token}`: what ANTHROPIC_BASE_URL is set to. */
+  baseUrl: string;
+  stats(): RouteStats;
+  /** Unregisters the route, aborts its requests in flight, flushes its log. */
+  close(): Promise<void>;
+}
+
+export interface Shim {
+  url: string;
+  addRoute(route: RouteConfig): ShimRoute;
+  close(): Promise<void>;
+}
+
+export interface ShimOptions {
+  host?: string;
+  port?: number;
+  diagnostics?: Diagnostics;
+}
+
+const ROUTE_PATH = /^\/j\/([A-Za-z0-9_-]+)(\/.*)?$/;
+
+function notFound(res: ServerResponse, message: string): void {
+  const body = anthropicErrorJson('not_found_error', message);
+  res.writeHead(404, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+/** One HTTP server for the whole process; each job gets a route `/j/<token>/…` with a 128-bit random token. */
+export async function createShim(options: ShimOptions = {}): Promise<Shim> {
+  const diagnostics = options.diagnostics ?? silentDiagnostics;
+  const routes = new Map<string, RouteRuntime>();
+  const agents = createAgents();
+  let closing: Promise<void> | undefined;
+
+  const server = createServer({ noDelay: true }, (req, res) => dispatch(req, res));
+
+  function dispatch(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? '/';
+    const queryAt = url.indexOf('?');
+    const pathname = queryAt === -1 ? url : url.slice(0, queryAt);
+    const match = ROUTE_PATH.exec(pathname);
+    const route = match?.[1] === undefined ? undefined : routes.get(match[1]);
+    if (!match || !route) {
+      req.resume();
+      notFound(
+        res,
+        'no such route on this localagents shim (the job may have ended); check ANTHROPIC_BASE_URL',
+      );
+      return;
+    }
+    const path = (match[2] ?? '/') + (queryAt === -1 ? '' : url.slice(queryAt));
+    const exchange = createExchange(route, req, res, path);
+    const done = handleExchange(exchange)
+      .catch((error: unknown) => {
+        diagnostics.error('shim: request failed', {
+          path,
+          error: error instanceof Error ? error.stack : String(error),
+        });
+        if (!res.headersSent) {
+          const body = anthropicErrorJson('api_error', 'internal error in the localagents shim');
+          res.writeHead(500, { 'content-type': 'application/json' });
+          res.end(body);
+        } else res.destroy();
+      })
+      .finally(() => {
+        finishExchange(exchange);
+        route.inflight.delete(done);
+      });
+    route.inflight.add(done);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error) =>
+      reject(
+        new LocalAgentsError('LISTEN_FAILED', `the shim cannot listen: ${error.message}`, {
+          cause: error,
+        }),
+      ),
+    );
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string')
+    throw new LocalAgentsError('LISTEN_FAILED', 'the shim has no TCP address');
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+
+  function addRoute(config: RouteConfig): ShimRoute {
+    if (closing) throw new LocalAgentsError('LISTEN_FAILED', 'the shim is closed');
+    const token = randomBytes(16).toString('base64url');
+    const runtime: RouteRuntime = {
+      config,
+      upstream: createUpstream(config.backendUrl, config.apiKey, agents),
+      log: config.logDir
+        ? createRequestLog(config.logDir, { full: config.dumpFullRequests === true, diagnostics })
+        : undefined,
+      tracker: createPrefixTracker(),
+      stats: emptyStats(),
+      keepaliveMs: config.keepaliveMs ?? DEFAULT_KEEPALIVE_MS,
+      diagnostics,
+      abort: new AbortController(),
+      inflight: new Set(),
+      seq: 0,
+    };
+    routes.set(token, runtime);
+    let closed: Promise<void> | undefined;
+    return {
+      token,
+      baseUrl: `${url}/j/${token}`,
+      stats: () => ({ ...runtime.stats }),
+      close: () => {
+        closed ??= (async () => {
+          routes.delete(token);
+          runtime.abort.abort();
+          await Promise.allSettled([...runtime.inflight]);
+          await runtime.log?.close();
+        })();
+        return closed;
+      },
+    };
+  }
+
+  return {
+    url,
+    addRoute,
+    close: () => {
+      closing ??= (async () => {
+        const open = [...routes.values()];
+        routes.clear();
+        for (const route of open) route.abort.abort();
+        await Promise.allSettled(open.flatMap((route) => [...route.inflight]));
+        await Promise.allSettled(open.map((route) => route.log?.close() ?? Promise.resolve()));
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+        destroyAgents(agents);
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,161 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { createSseProcessor, type SseProcessor } from './sse.js';
+
+const LLAMA = new URL('../../../shared/fixtures/llama.cpp/', import.meta.url);
+
+/** The event-stream body of a captured `.sse` file (status line and headers stripped). */
+function capturedStream(name: string): string {
+  const text = readFileSync(new URL(name, LLAMA), 'utf8');
+  return text.slice(text.indexOf('\n\n') + 2);
+}
+
+/** Feeds `body` in pieces of `size` bytes and returns everything the processor passed on. */
+function run(processor: SseProcessor, body: string, size: number): string {
+  const bytes = Buffer.from(body);
+  const out: Buffer[] = [];
+  for (let at = 0; at < bytes.length; at += size) {
+    const { out: piece, leadingError } = processor.push(bytes.subarray(at, at + size));
+    if (leadingError !== undefined) throw new Error(`unexpected leading error ${leadingError}`);
+    if (piece) out.push(Buffer.from(piece));
+  }
+  const rest = processor.flush();
+  if (rest) out.push(rest);
+  return Buffer.concat(out).toString('utf8');
+}
+
+function events(stream: string): Array<{ name: string; data: Record<string, unknown> }> {
+  return stream
+    .split('\n\n')
+    .filter((chunk) => chunk.startsWith('event:'))
+    .map((chunk) => {
+      const [first, second] = chunk.split('\n');
+      return {
+        name: (first ?? '').slice('event: '.length),
+        data: JSON.parse((second ?? '').slice('data: '.length)) as Record<string, unknown>,
+      };
+    });
+}
+
+const processor = (hold = false): SseProcessor =>
+  createSseProcessor({ model: 'qwen', holdLeadingError: () => hold });
+
+describe('createSseProcessor', () => {
+  it.each([1, 7, 100, 65536])(
+    'passes a plain llama.cpp stream through byte-for-byte in %i-byte chunks (A12)',
+    (size) => {
+      const body = capturedStream('A12-messages-plain-stream.sse');
+      const p = processor();
+      expect(run(p, body, size)).toBe(body);
+      expect(p.summary.repairs.size).toBe(0);
+      expect(p.summary.sawMessageStop).toBe(true);
+      expect(p.summary.stopReason).toBe('max_tokens');
+      const events = body
+        .split('\n\n')
+        .filter((e) => e.startsWith('event:') && !e.startsWith('event: ping'));
+      expect(p.summary.events).toBe(events.length);
+    },
+  );
+
+  it.each([
+    'A14c-messages-tool-use-prefill-stream.sse',
+    'A14e-messages-text-and-two-tool-uses-prefill-stream.sse',
+  ])('adds "input":{} to each tool_use block start of %s', (name) => {
+    const body = capturedStream(name);
+    const p = processor();
+    const out = events(run(p, body, 13));
+    const starts = out
+      .filter((e) => e.name === 'content_block_start')
+      .map((e) => e.data.content_block as Record<string, unknown>);
+    const tools = starts.filter((block) => block.type === 'tool_use');
+    expect(tools.length).toBeGreaterThan(0);
+    for (const block of tools) expect(block.input).toEqual({});
+    expect(p.summary.repairs).toContain('repair_tool_input');
+    expect(p.summary.stopReason).toBe('tool_use');
+  });
+
+  it('reads usage from message_start and message_delta (A72, a cached prompt)', () => {
+    const p = processor();
+    run(p, capturedStream('A72-messages-cache-second-stream.sse'), 50);
+    expect(p.summary.usage?.cache_read_input_tokens).toBeGreaterThan(0);
+    expect(p.summary.usage?.input_tokens).toBe(1);
+    expect(p.summary.usage?.output_tokens).toBeGreaterThan(0);
+  });
+
+  it.each([
+    [
+      'C20-messages-stream-kv-exhausted-while-generating.sse',
+      'overloaded_error',
+      'Context size has been exceeded.',
+    ],
+    [
+      'random-model/R-messages-stream-midstream-error.sse',
+      'api_error',
+      'The model produced output that does not match the expected peg-native format',
+    ],
+  ])(
+    'turns the bare mid-stream error of %s into an Anthropic error event',
+    (name, type, message) => {
+      const p = processor();
+      const out = events(run(p, capturedStream(name), 64));
+      const last = out[out.length - 1];
+      expect(last?.name).toBe('error');
+      expect(last?.data).toEqual({ type: 'error', error: { type, message } });
+      expect(p.summary.error?.original).toContain(message);
+    },
+  );
+
+  it('holds a stream whose first event is an error, so it can become an HTTP error (C21)', () => {
+    const p = processor(true);
+    const result = p.push(
+      Buffer.from(capturedStream('C21-messages-kv-exhausted-second-request.sse')),
+    );
+    expect(result.out).toBeUndefined();
+    expect(result.leadingError).toBe(
+      '{"code":500,"message":"Context size has been exceeded.","type":"server_error"}',
+    );
+  });
+
+  it('drops vLLM’s [DONE] and completes a message_start without type and role (backends.md §1.12)', () => {
+    const body = [
+      'event: message_start\ndata: {"type":"message_start","message":{"id":"chatcmpl-1","content":[],"model":"m"},"usage":{"input_tokens":7,"output_tokens":0}}\n\n',
+      'event: content_block_start\ndata: {"type":"content_block_start","content_block":{"type":"text","text":""},"index":0}\n\n',
+      'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"type":"text_delta","text":"Hi"},"index":0}\n\n',
+      'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+      'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":7,"output_tokens":1}}\n\n',
+      'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+      'data: [DONE]\n\n',
+    ].join('');
+    const p = processor();
+    const text = run(p, body, 17);
+    expect(text).not.toContain('[DONE]');
+    const start = events(text)[0];
+    expect(start?.data.message).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      usage: { input_tokens: 7 },
+    });
+    expect([...p.summary.repairs].sort()).toEqual(['drop_done', 'repair_message_start']);
+  });
+
+  it('synthesises a message_start when the stream begins with a content block', () => {
+    const body =
+      'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n' +
+      'event: message_stop\ndata: {"type":"message_stop"}\n\n';
+    const p = processor();
+    const out = events(run(p, body, 1000));
+    expect(out.map((e) => e.name)).toEqual([
+      'message_start',
+      'content_block_start',
+      'message_stop',
+    ]);
+    expect(out[0]?.data.message).toMatchObject({ role: 'assistant', model: 'qwen' });
+    expect(p.summary.repairs).toContain('synth_message_start');
+  });
+
+  it('accepts CRLF line ends', () => {
+    const body = capturedStream('A12-messages-plain-stream.sse');
+    const p = processor();
+    expect(run(p, body.replace(/\n/g, '\r\n'), 33)).toBe(body);
+  });
+});

@@ -1,0 +1,271 @@
+import { classifyBackendError } from './backend-errors.js';
+import { anthropicErrorEvent, streamErrorType } from './errors.js';
+import { isRecord } from './fold-system.js';
+import { eventData, eventName, frame, num, parseJson, SEPARATOR } from './sse-frames.js';
+
+/**
+ * The side-channel SSE reader of a streamed `/v1/messages` answer. Bytes are passed on per chunk, cut only at event
+ * boundaries (a half event is useless to the client and would block a repair); events are parsed on the side for the
+ * request log, and the few that need it are repaired (backends.md §3 item 18):
+ * - llama.cpp `tool_use` `content_block_start` without `"input"` → `"input":{}`;
+ * - vLLM `data: [DONE]` → dropped;
+ * - `message_start` missing (llama.cpp, first token a partial UTF-8 sequence) → synthesised;
+ *   vLLM's without `type`/`role`, or v0.11's with `usage` beside `message` → completed;
+ * - `event: error` with llama.cpp's bare `{code,message,type}` or vLLM's own types → Anthropic's envelope.
+ * `message_delta` is left alone: Claude Code keeps `message_start`'s input usage when the delta has only output.
+ */
+export type StreamRepair =
+  | 'repair_tool_input'
+  | 'drop_done'
+  | 'synth_message_start'
+  | 'repair_message_start'
+  | 'translate_stream_error';
+
+export interface StreamUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_input_tokens: number;
+}
+
+export interface StreamSummary {
+  events: number;
+  usage: StreamUsage | undefined;
+  stopReason: string | undefined;
+  sawMessageStop: boolean;
+  repairs: Set<StreamRepair>;
+  /** The backend's error event (original data) and what was sent instead. */
+  error: { original: string; translated: string } | undefined;
+}
+
+export interface SsePush {
+  out: Buffer | undefined;
+  /** The stream's first event was an error and the caller asked to hold those: its raw data, nothing written. */
+  leadingError?: string;
+}
+
+export interface SseProcessor {
+  push(chunk: Buffer): SsePush;
+  /** What is left when the backend ends the stream (an unterminated last event), passed on as it is. */
+  flush(): Buffer | undefined;
+  readonly summary: StreamSummary;
+}
+
+export interface SseProcessorOptions {
+  model: string;
+  /** True while no byte has gone to the client, so an error can still become an HTTP error (fixture C21). */
+  holdLeadingError: () => boolean;
+}
+
+/** Event names (and the data-only `[DONE]`) that need a look; every other event passes untouched. */
+const INTERESTING = [
+  'event: message_',
+  'event: content_block_start',
+  'event: error',
+  'event: ping',
+  'data: [DONE]',
+  'event:message_',
+  'event:content_block_start',
+  'event:error',
+  'event:ping',
+].map((text) => Buffer.from(text));
+const EVENT_START = Buffer.from('\n\nevent:');
+
+/** Events in a run of complete events: JSON data never holds a raw blank line, so `\n\nevent:` only starts one. */
+function countEvents(complete: Buffer): number {
+  let count = complete.subarray(0, 6).toString('latin1') === 'event:' ? 1 : 0;
+  for (
+    let at = complete.indexOf(EVENT_START);
+    at !== -1;
+    at = complete.indexOf(EVENT_START, at + 2)
+  ) {
+    count++;
+  }
+  return count;
+}
+
+export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
+  let pending: Buffer | undefined;
+  let started = false;
+  let sawMessageStart = false;
+  let halted = false;
+  const summary: StreamSummary = {
+    events: 0,
+    usage: undefined,
+    stopReason: undefined,
+    sawMessageStop: false,
+    repairs: new Set(),
+    error: undefined,
+  };
+
+  function readUsage(usage: unknown, into: StreamUsage): void {
+    if (!isRecord(usage)) return;
+    into.input_tokens = num(usage.input_tokens) ?? into.input_tokens;
+    into.output_tokens = num(usage.output_tokens) ?? into.output_tokens;
+    into.cache_read_input_tokens =
+      num(usage.cache_read_input_tokens) ?? into.cache_read_input_tokens;
+  }
+
+  function synthesisedStart(): Buffer {
+    summary.repairs.add('synth_message_start');
+    sawMessageStart = true;
+    summary.usage ??= { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0 };
+    const id = `msg_shim_${Date.now().toString(36)}`;
+    return frame('message_start', {
+      type: 'message_start',
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        content: [],
+        model: options.model,
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: 0, output_tokens: 0 },
+      },
+    });
+  }
+
+  function messageStart(event: Buffer): Buffer | undefined {
+    sawMessageStart = true;
+    const data = parseJson(eventData(event));
+    if (!data) return undefined;
+    const message = isRecord(data.message) ? data.message : {};
+    const usage: StreamUsage = { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0 };
+    readUsage(message.usage ?? data.usage, usage);
+    summary.usage = usage;
+    if (message.type === 'message' && message.role === 'assistant' && message.usage !== undefined)
+      return undefined;
+    summary.repairs.add('repair_message_start');
+    const { usage: topUsage, ...rest } = data;
+    const fixed = {
+      type: 'message',
+      role: 'assistant',
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      ...message,
+      usage: message.usage ?? topUsage ?? { input_tokens: 0, output_tokens: 0 },
+    };
+    return frame('message_start', { ...rest, message: fixed });
+  }
+
+  function blockStart(event: Buffer): Buffer | undefined {
+    if (event.indexOf('"tool_use"') === -1 || event.indexOf('"input"') !== -1) return undefined;
+    const data = parseJson(eventData(event));
+    if (!data || !isRecord(data.content_block)) return undefined;
+    summary.repairs.add('repair_tool_input');
+    return frame('content_block_start', {
+      ...data,
+      content_block: { ...data.content_block, input: {} },
+    });
+  }
+
+  function messageDelta(event: Buffer): void {
+    const data = parseJson(eventData(event));
+    if (!data) return;
+    if (isRecord(data.delta) && typeof data.delta.stop_reason === 'string')
+      summary.stopReason = data.delta.stop_reason;
+    summary.usage ??= { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0 };
+    readUsage(data.usage, summary.usage);
+  }
+
+  function errorEvent(original: string): Buffer {
+    const parsed = parseJson(original);
+    const inner = parsed && isRecord(parsed.error) ? parsed.error : parsed;
+    const code = num(inner?.code) ?? 500;
+    const error = classifyBackendError(
+      code,
+      JSON.stringify({ error: inner ?? { message: original } }),
+    );
+    const translated = anthropicErrorEvent(streamErrorType(error), error.message);
+    summary.repairs.add('translate_stream_error');
+    summary.error = { original, translated: translated.slice(translated.indexOf('{'), -2) };
+    return Buffer.from(translated);
+  }
+
+  /** The replacement for one event, `null` to drop it, or undefined to pass its bytes on unchanged. */
+  function handle(event: Buffer, name: string, pieces: Buffer[]): Buffer | null | undefined {
+    if (name === ':' || name === 'ping') return undefined;
+    if (name === '')
+      return eventData(event).trim() === '[DONE]'
+        ? (summary.repairs.add('drop_done'), null)
+        : undefined;
+    summary.events++;
+    if (name === 'message_start') return messageStart(event);
+    if (name === 'error') return errorEvent(eventData(event));
+    if (!sawMessageStart && name.startsWith('content_block')) pieces.push(synthesisedStart());
+    if (name === 'content_block_start') return blockStart(event);
+    if (name === 'message_delta') messageDelta(event);
+    else if (name === 'message_stop') summary.sawMessageStop = true;
+    return undefined;
+  }
+
+  function push(chunk: Buffer): SsePush {
+    if (halted) return { out: undefined };
+    let data = pending ? Buffer.concat([pending, chunk]) : chunk;
+    // SSE allows CRLF; both backends send LF, so this rare path may copy.
+    let carry: Buffer | undefined;
+    if (data.includes(0x0d)) {
+      // A CR at the end may be half of a CRLF split across chunks: keep it for the next one.
+      if (data[data.length - 1] === 0x0d) {
+        carry = data.subarray(data.length - 1);
+        data = data.subarray(0, data.length - 1);
+      }
+      data = Buffer.from(data.toString('latin1').replace(/\r\n?/g, '\n'), 'latin1');
+    }
+    const last = data.lastIndexOf(SEPARATOR);
+    if (last === -1) {
+      pending = carry ? Buffer.concat([data, carry]) : data;
+      return { out: undefined };
+    }
+    const completeEnd = last + 2;
+    const rest = data.subarray(completeEnd);
+    pending = rest.length > 0 || carry ? Buffer.concat(carry ? [rest, carry] : [rest]) : undefined;
+    const complete = data.subarray(0, completeEnd);
+    // Most chunks hold only content_block_delta/stop events: counted, passed on, nothing parsed.
+    if (sawMessageStart && !INTERESTING.some((needle) => complete.includes(needle))) {
+      summary.events += countEvents(complete);
+      started = true;
+      return { out: complete };
+    }
+    const pieces: Buffer[] = [];
+    let modified = false;
+    let position = 0;
+    while (position < completeEnd) {
+      let end = data.indexOf(SEPARATOR, position);
+      if (end === -1 || end >= completeEnd) end = completeEnd - 2;
+      const event = data.subarray(position, end);
+      const whole = data.subarray(position, end + 2);
+      position = end + 2;
+      if (event.length === 0) continue;
+      const name = eventName(event);
+      if (!started && name === 'error' && options.holdLeadingError()) {
+        halted = true;
+        // Comments or pings before it are dropped with it: writing them would commit a 200.
+        return { out: undefined, leadingError: eventData(event) };
+      }
+      const before = pieces.length;
+      const replacement = handle(event, name, pieces);
+      if (name !== ':' && name !== 'ping' && name !== '') started = true;
+      if (pieces.length !== before) modified = true;
+      if (replacement === undefined) pieces.push(whole);
+      else {
+        modified = true;
+        if (replacement !== null) pieces.push(replacement);
+      }
+      if (name === 'error') halted = true;
+    }
+    if (!modified) return { out: data.subarray(0, completeEnd) };
+    return { out: pieces.length > 0 ? Buffer.concat(pieces) : undefined };
+  }
+
+  return {
+    push,
+    flush() {
+      const rest = pending;
+      pending = undefined;
+      return halted ? undefined : rest;
+    },
+    summary,
+  };
+}

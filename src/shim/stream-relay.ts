@@ -1,0 +1,124 @@
+import type { IncomingMessage } from 'node:http';
+import { classifyBackendError } from './backend-errors.js';
+import { anthropicErrorEvent } from './errors.js';
+import { endResponse, sendJson, writeBody, writeHead, type Exchange } from './exchange.js';
+import { isRecord } from './fold-system.js';
+import { createSseProcessor } from './sse.js';
+import { translateAndSend } from './translate.js';
+
+const PING = 'event: ping\ndata: {"type": "ping"}\n\n';
+
+function leadingErrorStatus(data: string): { status: number; body: string } {
+  let inner: unknown;
+  try {
+    const parsed: unknown = JSON.parse(data);
+    inner = isRecord(parsed) && isRecord(parsed.error) ? parsed.error : parsed;
+  } catch {
+    inner = { message: data };
+  }
+  const code = isRecord(inner) && typeof inner.code === 'number' ? inner.code : 500;
+  return { status: code, body: JSON.stringify({ error: inner }) };
+}
+
+/**
+ * Relays a backend's 200 event stream chunk by chunk. The client's head is held until the first event (or the first
+ * keepalive), so an error that is the stream's first event (llama.cpp unified-KV exhaustion, fixture C21) still
+ * becomes an HTTP error Claude Code acts on, e.g. the `prompt is too long` it compacts on. Once the head is out,
+ * backend silence longer than keepaliveMs gets an `event: ping` (Claude Code drops a stream silent for 300 s).
+ */
+export function relayStream(exchange: Exchange, upstream: IncomingMessage): Promise<void> {
+  const { res, route, line } = exchange;
+  const processor = createSseProcessor({
+    model: route.config.servedId,
+    holdLeadingError: () => !res.headersSent,
+  });
+  const headers = {
+    'content-type': upstream.headers['content-type'] ?? 'text/event-stream',
+    'cache-control': 'no-cache',
+    'x-accel-buffering': 'no',
+  };
+  const commit = (): void => writeHead(exchange, 200, headers);
+  let pinged = false;
+
+  return new Promise((resolve) => {
+    let finished = false;
+    const timer = setTimeout(function ping() {
+      if (finished || res.writableEnded) return;
+      commit();
+      writeBody(exchange, PING);
+      pinged = true;
+      timer.refresh();
+    }, route.keepaliveMs);
+
+    const finish = (): void => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      const { summary } = processor;
+      line.events = summary.events;
+      line.usage = summary.usage ?? null;
+      line.stop_reason = summary.stopReason ?? null;
+      line.rewrites.push(...summary.repairs);
+      if (pinged) line.rewrites.push('keepalive_ping');
+      if (summary.error && !line.error) line.error = summary.error;
+      resolve();
+    };
+
+    upstream.on('data', (chunk: Buffer) => {
+      if (finished) return;
+      const { out, leadingError } = processor.push(chunk);
+      if (leadingError !== undefined) {
+        const { status, body } = leadingErrorStatus(leadingError);
+        translateAndSend(exchange, classifyBackendError(status, body), leadingError);
+        upstream.destroy();
+        finish();
+        return;
+      }
+      if (!out) return;
+      commit();
+      timer.refresh();
+      if (!writeBody(exchange, out)) {
+        upstream.pause();
+        res.once('drain', () => upstream.resume());
+      }
+    });
+
+    upstream.once('end', () => {
+      if (finished) return;
+      const rest = processor.flush();
+      if (!res.headersSent && processor.summary.events === 0) {
+        sendJson(exchange, 502, errorJson('backend ended the stream before sending any event'));
+      } else {
+        commit();
+        endResponse(exchange, rest);
+      }
+      finish();
+    });
+
+    upstream.on('error', () => {});
+    upstream.once('close', () => {
+      if (finished) return;
+      if (!exchange.signal.aborted) cutShort();
+      finish();
+    });
+
+    // The backend's socket died mid-answer: say so in Anthropic's terms, which Claude Code retries.
+    function cutShort(): void {
+      const message = 'backend closed the stream mid-response';
+      if (!res.headersSent) {
+        sendJson(exchange, 502, errorJson(message));
+        line.error = { original: 'connection closed', translated: message };
+        return;
+      }
+      if (!processor.summary.sawMessageStop && !processor.summary.error) {
+        writeBody(exchange, anthropicErrorEvent('api_error', message));
+        line.error = { original: 'connection closed', translated: message };
+      }
+      endResponse(exchange);
+    }
+  });
+}
+
+function errorJson(message: string): string {
+  return JSON.stringify({ type: 'error', error: { type: 'api_error', message } });
+}

@@ -1,0 +1,40 @@
+import type { BackendError } from './backend-errors.js';
+import { anthropicErrorJson, toClientError, type ClientError } from './errors.js';
+import { sendJson, type Exchange } from './exchange.js';
+import { estimatePromptTokens } from './normalize.js';
+
+/** Answers the client with the Anthropic form of a backend error, and keeps the original text in the log. */
+export function translateAndSend(exchange: Exchange, error: BackendError, original: string): void {
+  const { config } = exchange.route;
+  const client = toClientError(error, {
+    contextTokens: config.contextTokens,
+    estimatedPromptTokens: estimatePromptTokens(
+      exchange.line.bytes_upstream || exchange.line.bytes_in,
+    ),
+    endpointName: config.endpointName,
+    apiKeyEnv: config.apiKeyEnv,
+  });
+  const lowerBound =
+    (error.kind === 'context_overflow' || error.kind === 'max_tokens_too_large') &&
+    error.lowerBound;
+  sendClientError(exchange, client, original, lowerBound);
+}
+
+export function sendClientError(
+  exchange: Exchange,
+  client: ClientError,
+  original: string,
+  lowerBound = false,
+): void {
+  exchange.line.error = {
+    original,
+    translated: client.message,
+    ...(lowerBound ? { lower_bound: true } : {}),
+  };
+  exchange.route.diagnostics.debug('shim: backend error translated', {
+    status: client.status,
+    type: client.type,
+    original: original.slice(0, 300),
+  });
+  sendJson(exchange, client.status, anthropicErrorJson(client.type, client.message));
+}

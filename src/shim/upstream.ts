@@ -1,0 +1,161 @@
+import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import https from 'node:https';
+
+/** How to reach one backend: its base URL split once, the key to send, the pooled agents. */
+export interface Upstream {
+  url: URL;
+  /** Path prefix of the base URL, without a trailing slash or `/v1` (Claude Code's paths carry `/v1`). */
+  prefix: string;
+  apiKey: string | undefined;
+  agents: Agents;
+}
+
+export interface Agents {
+  http: http.Agent;
+  https: https.Agent;
+}
+
+/** Keep-alive pools: a fresh TCP connection per request would cost more than the whole relay. */
+export function createAgents(): Agents {
+  return {
+    http: new http.Agent({ keepAlive: true, maxSockets: Infinity, noDelay: true }),
+    https: new https.Agent({ keepAlive: true, maxSockets: Infinity, noDelay: true }),
+  };
+}
+
+export function destroyAgents(agents: Agents): void {
+  agents.http.destroy();
+  agents.https.destroy();
+}
+
+export function createUpstream(
+  backendUrl: string,
+  apiKey: string | undefined,
+  agents: Agents,
+): Upstream {
+  const url = new URL(backendUrl);
+  const prefix = url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
+  return { url, prefix, apiKey, agents };
+}
+
+/** RFC 9110 §7.6.1 hop-by-hop headers, plus what the shim itself sets or must not pass on. */
+const DROPPED_REQUEST_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+  'content-length',
+  'content-encoding',
+  // The client's key is a placeholder for the shim; the backend's own key is added below.
+  'authorization',
+  'x-api-key',
+  // The shim reads the response, so it must arrive uncompressed.
+  'accept-encoding',
+]);
+
+export function forwardHeaders(
+  headers: IncomingHttpHeaders,
+  upstream: Upstream,
+  bodyLength: number | undefined,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || DROPPED_REQUEST_HEADERS.has(name)) continue;
+    out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  if (bodyLength !== undefined) out['content-length'] = String(bodyLength);
+  // vLLM accepts only `Authorization: Bearer`; llama.cpp accepts it too (backends.md §3 item 17).
+  if (upstream.apiKey) out.authorization = `Bearer ${upstream.apiKey}`;
+  return out;
+}
+
+export interface UpstreamRequest {
+  method: string;
+  /** Path below the base URL, query included: `/v1/messages?beta=true`. */
+  path: string;
+  headers: Record<string, string>;
+  body: Buffer | undefined;
+  signal: AbortSignal;
+}
+
+/** A request under way: its body may still be being written. `response` never rejects unhandled. */
+export interface OpenedRequest {
+  outgoing: http.ClientRequest;
+  response: Promise<IncomingMessage>;
+  /** Drops a request whose body was not finished: the backend never sees a complete request. */
+  abandon(): void;
+}
+
+export function openUpstream(
+  upstream: Upstream,
+  request: Omit<UpstreamRequest, 'body'>,
+): OpenedRequest {
+  const secure = upstream.url.protocol === 'https:';
+  const send = secure ? https.request : http.request;
+  const outgoing = send({
+    protocol: upstream.url.protocol,
+    hostname: upstream.url.hostname,
+    port: upstream.url.port || (secure ? 443 : 80),
+    method: request.method,
+    path: upstream.prefix + request.path,
+    headers: request.headers,
+    agent: secure ? upstream.agents.https : upstream.agents.http,
+    signal: request.signal,
+  });
+  const response = new Promise<IncomingMessage>((resolve, reject) => {
+    outgoing.once('response', resolve);
+    outgoing.once('error', reject);
+  });
+  response.catch(() => undefined);
+  return { outgoing, response, abandon: () => outgoing.destroy() };
+}
+
+/** Resolves with the response head; the body is the caller's to stream. Rejects on connect/socket errors. */
+export function requestUpstream(
+  upstream: Upstream,
+  request: UpstreamRequest,
+): Promise<IncomingMessage> {
+  const opened = openUpstream(upstream, request);
+  opened.outgoing.end(request.body);
+  return opened.response;
+}
+
+/** A whole (small) body: error answers, count_tokens. Capped so a misbehaving backend cannot fill memory. */
+export async function readBody(stream: AsyncIterable<Buffer>, limitBytes: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    if (size + chunk.length > limitBytes) {
+      chunks.push(chunk.subarray(0, limitBytes - size));
+      break;
+    }
+    chunks.push(chunk);
+    size += chunk.length;
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Why a backend could not be reached, in words a user can act on. */
+export function describeConnectError(error: unknown, url: URL): string {
+  const code =
+    error instanceof Error && 'code' in error && typeof error.code === 'string'
+      ? error.code
+      : undefined;
+  const what =
+    code === 'ECONNREFUSED'
+      ? 'connection refused (nothing listening; a vLLM server refuses connections while it loads)'
+      : code === 'ECONNRESET'
+        ? 'connection reset'
+        : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+          ? 'host not found'
+          : code === 'ETIMEDOUT' || code === 'EHOSTUNREACH'
+            ? 'host unreachable'
+            : error instanceof Error
+              ? error.message
+              : String(error);
+  return `backend ${url.origin} unreachable: ${what}`;
+}

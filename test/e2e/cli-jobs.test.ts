@@ -1,0 +1,175 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
+import type { JobRecord } from '../../src/jobs/job.js';
+import { createJobStore } from '../../src/jobs/store.js';
+import { isolatedClaudeEnv } from '../support/claude-env.js';
+import { gitRepo } from '../support/git-repo.js';
+import { emulatorConfig, runningClaudePids } from '../support/mcp-client.js';
+import { tempDir } from '../support/temp-dir.js';
+import { waitFor } from '../support/wait.js';
+
+const MAIN = new URL('../../dist/cli/main.js', import.meta.url).pathname;
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(
+  args: string[],
+  options: { env: Record<string, string>; cwd: string },
+): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [MAIN, ...args],
+      { ...options, timeout: 100_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+let emulator: Emulator;
+beforeAll(async () => {
+  if (!existsSync(MAIN))
+    throw new Error('dist/cli/main.js is missing: run `npm run build` first (npm test does)');
+  emulator = await startEmulator();
+});
+afterAll(() => emulator.close());
+
+async function setup(extraConfig = '') {
+  const configDir = await tempDir(
+    { 'models.yaml': emulatorConfig(emulator.url, extraConfig) },
+    'localagents-config-',
+  );
+  const stateDir = await tempDir({}, 'localagents-state-');
+  const env = await isolatedClaudeEnv({
+    LOCALAGENTS_STATE_DIR: stateDir,
+    LOCALAGENTS_CONFIG: join(configDir, 'models.yaml'),
+  });
+  return { env, stateDir, cwd: configDir };
+}
+
+describe('localagents run / jobs / show / log / diff', () => {
+  it('runs a worktree job with --json as the only stdout, then shows, logs and diffs it', async () => {
+    const { env, cwd } = await setup();
+    const repo = await gitRepo();
+    const run = await cli(
+      ['run', 'Write hello.txt and show it.', '--cwd', repo, '--isolation', 'worktree', '--json'],
+      { env, cwd },
+    );
+    expect(run.code).toBe(0);
+    const record = JSON.parse(run.stdout) as JobRecord;
+    expect(record.status).toBe('succeeded');
+    expect(record.files_touched).toEqual(['hello.txt']);
+    expect(run.stderr).toContain(`job ${record.id} started`);
+    expect(run.stderr).toMatch(/\[\d+\.\ds\] running · turn \d+ · tool Bash\(cat hello.txt\)/);
+
+    const jobs = await cli(['jobs'], { env, cwd });
+    expect(jobs.stdout.split('\n')[0]).toMatch(/^ID\s+STATUS\s+MODEL\s+TIME\s+FILES\s+TASK$/);
+    expect(jobs.stdout).toMatch(new RegExp(`${record.id}\\s+succeeded`));
+    const listed = JSON.parse((await cli(['jobs', '--json'], { env, cwd })).stdout) as JobRecord[];
+    expect(listed.map((job) => job.id)).toEqual([record.id]);
+
+    const show = await cli(['show', record.id], { env, cwd });
+    expect(show.stdout).toContain(`job ${record.id}: succeeded`);
+    expect(show.stdout).toContain('files touched: hello.txt');
+    expect(show.stdout).toContain(`merge:  git -C ${record.worktree?.path ?? '?'} add -A`);
+
+    const log = await cli(['log', record.id], { env, cwd });
+    expect(log.stdout).toMatch(/^=== job /);
+    expect(log.stdout).toContain('=== done: succeeded');
+    const tail = await cli(['log', record.id, '-n', '1'], { env, cwd });
+    expect(tail.stdout).toMatch(/^=== done: succeeded[^\n]*\n$/);
+
+    const diff = await cli(['diff', record.id], { env, cwd });
+    expect(diff.stdout).toContain('+++ b/hello.txt');
+    expect(diff.stdout).toContain('+hello from the local model');
+  });
+
+  it('prints the summary on stdout without --json and exits 1 when the job fails', async () => {
+    const { env, cwd } = await setup();
+    // The default script needs three turns: one allowed turn ends in error_max_turns.
+    const run = await cli(['run', 'Write hello.txt.', '--cwd', cwd, '--max-turns', '1'], {
+      env,
+      cwd,
+    });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/^job \S+: failed\n/);
+    expect(run.stdout).toContain('error (max_turns):');
+  });
+
+  it('answers a model that is not running with exit 1 and the menu notes', async () => {
+    const { env, cwd } = await setup(
+      'models:\n  big:\n    host: gpu-box\n    notes: start it with ./big.sh\n',
+    );
+    const run = await cli(['run', 'x', '--model', 'big'], { env, cwd });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain('big');
+    expect(run.stderr).toContain('gpu-box');
+  });
+
+  it('rejects a missing task and a bad job id with exit 2', async () => {
+    const { env, cwd } = await setup();
+    const noTask = await cli(['run'], { env, cwd });
+    expect(noTask.code).toBe(2);
+    expect(noTask.stderr).toContain('the task is missing');
+    const badId = await cli(['show', '../etc'], { env, cwd });
+    expect(badId.code).toBe(2);
+    expect(badId.stderr).toContain('is not a job id');
+  });
+
+  it('detaches a job, follows its log to the end, and cancels a detached job from another process', async () => {
+    const { env, cwd, stateDir } = await setup();
+    const detached = await cli(['run', 'Write hello.txt.', '--cwd', cwd, '--detach'], { env, cwd });
+    expect(detached.code).toBe(0);
+    const id = detached.stdout.trim();
+    expect(id).toMatch(/^\d{8}-\d{6}-[0-9a-z]{4}$/);
+    const follow = await cli(['log', id, '-f'], { env, cwd });
+    expect(follow.stdout).toContain('=== done: succeeded');
+
+    emulator.injectFaults([{ kind: 'delay', ms: 60_000, count: 1 }]);
+    const before = emulator.requests.length;
+    const hanging = (
+      await cli(['run', 'Write hello.txt.', '--cwd', cwd, '--detach'], { env, cwd })
+    ).stdout.trim();
+    const store = createJobStore(stateDir);
+    const pid = await waitFor(async () => (await store.read(hanging)).claude_pid ?? undefined, {
+      timeoutMs: 30_000,
+    });
+    await emulator.waitForRequest(
+      (request) => request.id > before && request.path.startsWith('/v1/messages'),
+      30_000,
+    );
+    const cancel = await cli(['cancel', hanging], { env, cwd });
+    expect(cancel.stdout).toBe(`job ${hanging}: cancelled\n`);
+    expect(cancel.code).toBe(0);
+    expect(await runningClaudePids()).not.toContain(pid);
+  });
+});
+
+describe('localagents demo', () => {
+  it('runs the whole pipeline and prints a succeeded job, transcript, request log and diffstat', async () => {
+    const env = await isolatedClaudeEnv();
+    const started = Date.now();
+    const demo = await cli(['demo'], { env, cwd: await tempDir() });
+    expect(demo.code).toBe(0);
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(demo.stdout).toContain('the model is a scripted emulator');
+    expect(demo.stdout).toMatch(/job \S+: succeeded/);
+    expect(demo.stdout).toContain('── transcript (last lines)');
+    expect(demo.stdout).toMatch(/prefix: \d+ prompts extended the previous one/);
+    expect(demo.stdout).toMatch(/rewrites: fold_system ×\d+/);
+    expect(demo.stdout).toContain('hello.txt | +1 -0 (new file)');
+    expect(demo.stdout).toContain('untouched (clean)');
+    expect(demo.stdout).toMatch(/demo succeeded in \d+\.\d s/);
+  });
+});

@@ -1,0 +1,183 @@
+import { existsSync } from 'node:fs';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
+import { gitRepo } from '../support/git-repo.js';
+import {
+  callTool,
+  emulatorConfig,
+  runningClaudePids,
+  startTestApp,
+} from '../support/mcp-client.js';
+import { tempDir } from '../support/temp-dir.js';
+import { waitFor } from '../support/wait.js';
+
+let emulator: Emulator;
+beforeAll(async () => {
+  // Two slots of 32k each: Claude Code's own prompt needs about 9k tokens and compaction headroom.
+  emulator = await startEmulator({ parallel: 2, nCtx: 65_536 });
+});
+afterAll(() => emulator.close());
+
+describe('job lifecycle', () => {
+  it('stops a job at its timeout and leaves no claude process behind', async () => {
+    const { client, app } = await startTestApp(emulatorConfig(emulator.url));
+    emulator.injectFaults([{ kind: 'delay', ms: 60_000, count: 1 }]);
+    const cwd = await tempDir();
+    const started = await callTool(client, 'run_agent', {
+      task: 'Write hello.txt.',
+      cwd,
+      timeout_s: 4,
+    });
+    const summary = await callTool(client, 'wait_job', {
+      job_id: String(started.id),
+      timeout_s: 60,
+    });
+    expect(summary.status).toBe('timeout');
+    expect(summary.error).toMatchObject({ kind: 'timeout' });
+    expect(JSON.stringify(summary.error)).toContain('timeout_s');
+    const record = await app.store.read(String(started.id));
+    expect(record.claude_pid).toBeGreaterThan(0);
+    expect(await runningClaudePids()).not.toContain(record.claude_pid);
+    expect(record.finished_at).not.toBeNull();
+  });
+
+  it('cancels a running job, ending its claude process', async () => {
+    const { client, app } = await startTestApp(emulatorConfig(emulator.url));
+    emulator.injectFaults([{ kind: 'delay', ms: 60_000, count: 1 }]);
+    const before = emulator.requests.length;
+    const cwd = await tempDir();
+    const started = await callTool(client, 'run_agent', { task: 'Write hello.txt.', cwd });
+    const id = String(started.id);
+    const pid = await waitFor(async () => (await app.runner.get(id)).claude_pid ?? undefined, {
+      timeoutMs: 30_000,
+      what: 'the claude pid',
+    });
+    await emulator.waitForRequest(
+      (request) => request.id > before && request.path.startsWith('/v1/messages'),
+      30_000,
+    );
+    expect(await runningClaudePids()).toContain(pid);
+    const cancelled = await callTool(client, 'cancel_job', { job_id: id });
+    expect(cancelled.status).toBe('cancelled');
+    expect(await runningClaudePids()).not.toContain(pid);
+    expect((await app.store.read(id)).status).toBe('cancelled');
+  });
+
+  it('runs two jobs at once on a two-slot backend and both succeed', async () => {
+    const { client, app } = await startTestApp(emulatorConfig(emulator.url));
+    const [first, second] = await Promise.all([gitRepo(), gitRepo()]);
+    const ids = await Promise.all(
+      [first, second].map(async (cwd) =>
+        String((await callTool(client, 'run_agent', { task: 'Write hello.txt.', cwd })).id),
+      ),
+    );
+    const summaries = await Promise.all(
+      ids.map((id) => callTool(client, 'wait_job', { job_id: id })),
+    );
+    expect(summaries.map((summary) => [summary.status, summary.error])).toEqual([
+      ['succeeded', null],
+      ['succeeded', null],
+    ]);
+    const records = await Promise.all(ids.map((id) => app.store.read(id)));
+    expect(records.map((record) => record.files_touched)).toEqual([['hello.txt'], ['hello.txt']]);
+    expect(records[0]?.session_id).not.toBe(records[1]?.session_id);
+  });
+
+  it('continues a finished job’s session with resume_job', async () => {
+    const { client, app } = await startTestApp(emulatorConfig(emulator.url));
+    const repo = await gitRepo();
+    const first = await callTool(client, 'run_agent', {
+      task: 'Write hello.txt.',
+      cwd: repo,
+      isolation: 'worktree',
+      wait_s: 100,
+    });
+    expect(first.status).toBe('succeeded');
+    const firstRecord = await app.store.read(String(first.id));
+    const before = emulator.requests.length;
+    const second = await callTool(client, 'run_agent', {
+      task: 'Now say what you did.',
+      resume_job: first.id,
+      wait_s: 100,
+    });
+    expect(second.status).toBe('succeeded');
+    expect(second.id).not.toBe(first.id);
+    const record = await app.store.read(String(second.id));
+    expect(record.resumed_from).toBe(first.id);
+    expect(record.session_id).toBe(firstRecord.session_id);
+    expect(record.run_cwd).toBe(firstRecord.run_cwd);
+    expect(record.served_model).toBe(firstRecord.served_model);
+    const resumed = emulator.requests
+      .slice(before)
+      .find((request) => request.path.startsWith('/v1/messages'));
+    expect(resumed?.rawBody).toContain('Write hello.txt.');
+    expect(resumed?.rawBody).toContain('Now say what you did.');
+  });
+
+  it('keeps one job’s failure out of another job running at the same time', async () => {
+    const { client, app } = await startTestApp(emulatorConfig(emulator.url));
+    const [failing, fine] = await Promise.all([
+      callTool(client, 'run_agent', {
+        task: 'Write hello.txt.',
+        cwd: await tempDir(),
+        max_turns: 1,
+      }),
+      callTool(client, 'run_agent', { task: 'Write hello.txt.', cwd: await tempDir() }),
+    ]);
+    const [failed, succeeded] = await Promise.all(
+      [failing, fine].map((job) => callTool(client, 'wait_job', { job_id: String(job.id) })),
+    );
+    expect(failed?.status).toBe('failed');
+    expect(failed?.error).toMatchObject({ kind: 'max_turns' });
+    expect(succeeded?.status).toBe('succeeded');
+    expect((await app.store.read(String(fine.id))).files_touched).toEqual(['hello.txt']);
+  });
+
+  it('stops running jobs when the server shuts down and records them interrupted', async () => {
+    const { client, app } = await startTestApp(emulatorConfig(emulator.url));
+    emulator.injectFaults([{ kind: 'delay', ms: 60_000, count: 1 }]);
+    const before = emulator.requests.length;
+    const started = await callTool(client, 'run_agent', {
+      task: 'Write hello.txt.',
+      cwd: await tempDir(),
+    });
+    const id = String(started.id);
+    const pid = await waitFor(async () => (await app.runner.get(id)).claude_pid ?? undefined, {
+      timeoutMs: 30_000,
+    });
+    await emulator.waitForRequest(
+      (request) => request.id > before && request.path.startsWith('/v1/messages'),
+      30_000,
+    );
+    await app.close();
+    const record = await app.store.read(id);
+    expect(record.status).toBe('interrupted');
+    expect(record.error?.message).toContain('shut down');
+    expect(await runningClaudePids()).not.toContain(pid);
+  });
+
+  const bundled = fileURLToPath(
+    new URL(
+      `../../node_modules/@anthropic-ai/claude-agent-sdk-${process.platform}-${process.arch}/claude`,
+      import.meta.url,
+    ),
+  );
+  it.skipIf(!existsSync(bundled))('runs the claude binary given as claude_path', async () => {
+    const dir = await tempDir();
+    const marker = join(dir, 'wrapper-ran');
+    const wrapper = join(dir, 'my-claude');
+    await writeFile(wrapper, `#!/bin/sh\necho "$@" > '${marker}'\nexec '${bundled}' "$@"\n`);
+    await chmod(wrapper, 0o755);
+    const { client } = await startTestApp(emulatorConfig(emulator.url), { claudePath: wrapper });
+    const summary = await callTool(client, 'run_agent', {
+      task: 'Write hello.txt.',
+      cwd: await tempDir(),
+      wait_s: 100,
+    });
+    expect(summary.status).toBe('succeeded');
+    expect(await readFile(marker, 'utf8')).toContain('stream-json');
+  });
+});

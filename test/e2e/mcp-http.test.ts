@@ -1,0 +1,80 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
+import { isolatedClaudeEnv } from '../support/claude-env.js';
+import { callTool, emulatorConfig } from '../support/mcp-client.js';
+import { tempDir } from '../support/temp-dir.js';
+import { waitFor } from '../support/wait.js';
+
+const MAIN = new URL('../../dist/cli/main.js', import.meta.url).pathname;
+
+let emulator: Emulator;
+beforeAll(async () => {
+  if (!existsSync(MAIN))
+    throw new Error('dist/cli/main.js is missing: run `npm run build` first (npm test does)');
+  emulator = await startEmulator({ latency: { ttfbMs: 400 } });
+});
+afterAll(() => emulator.close());
+
+describe('localagents serve --http', () => {
+  it('serves MCP over streamable HTTP on 127.0.0.1, sends wait_job progress, and stops on SIGTERM', async () => {
+    const configDir = await tempDir(
+      { 'models.yaml': emulatorConfig(emulator.url) },
+      'localagents-config-',
+    );
+    const stateDir = await tempDir({}, 'localagents-state-');
+    const env = await isolatedClaudeEnv({ LOCALAGENTS_STATE_DIR: stateDir });
+    const server = spawn(
+      process.execPath,
+      [MAIN, 'serve', '--http', '0', '--config', join(configDir, 'models.yaml')],
+      {
+        env,
+        cwd: configDir,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    onTestFinished(() => {
+      if (server.exitCode === null) server.kill('SIGKILL');
+    });
+    let stderr = '';
+    let stdout = '';
+    server.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    server.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const url = await waitFor(() => /(http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr)?.[1], {
+      what: 'the listen line',
+    });
+
+    const client = new Client({ name: 'http-test', version: '0.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    onTestFinished(() => client.close());
+    const models = await callTool(client, 'list_models');
+    expect(models.endpoints).toEqual([expect.objectContaining({ name: 'emu', up: true })]);
+
+    const started = await callTool(client, 'run_agent', {
+      task: 'Write hello.txt.',
+      cwd: await tempDir(),
+    });
+    const progress: string[] = [];
+    const result = await client.callTool(
+      { name: 'wait_job', arguments: { job_id: started.id } },
+      undefined,
+      {
+        onprogress: (update) => progress.push(update.message ?? ''),
+        resetTimeoutOnProgress: true,
+      },
+    );
+    expect(result.structuredContent).toMatchObject({ id: started.id, status: 'succeeded' });
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.some((message) => /^running: turn \d+/.test(message))).toBe(true);
+
+    server.kill('SIGTERM');
+    const [code] = (await once(server, 'exit')) as [number | null];
+    expect(code).toBe(0);
+    expect(stdout).toBe('');
+  });
+});
