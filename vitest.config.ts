@@ -21,6 +21,7 @@ export default defineConfig({
           // Real `claude` processes on two cores: keep the parallelism modest, and run after the unit tests.
           maxWorkers: 2,
           sequence: { groupOrder: 1 },
+          benchmark: { include: [] },
         },
       },
     ],

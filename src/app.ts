@@ -37,7 +37,9 @@ export function readyEndpoint(
 ): (ReadyEndpoint & { warnings: string[] }) | undefined {
   if (resolution.kind !== 'ready') return undefined;
   return {
-    endpoint: resolution.endpoint,
+    // The probe's backend is the detected one: a `backend: other` endpoint that is llama.cpp must not be
+    // treated like vLLM (which would clamp max_tokens needlessly).
+    endpoint: { ...resolution.endpoint, backend: resolution.probe.backend },
     servedId: resolution.servedId,
     servedIds: resolution.probe.models,
     apiKey: resolution.apiKey,

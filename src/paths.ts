@@ -21,13 +21,18 @@ export function resolveStateDir(env: PathEnv = process.env): string {
   return join(home(env), '.local', 'state', 'localagents');
 }
 
+/** `~/x` → `$HOME/x`: MCP clients pass `.mcp.json` args verbatim, without a shell to expand the tilde. */
+export function expandHome(path: string, env: PathEnv = process.env): string {
+  return path === '~' || path.startsWith('~/') ? join(home(env), path.slice(1)) : path;
+}
+
 /** --config > LOCALAGENTS_CONFIG > $XDG_CONFIG_HOME/localagents/models.yaml > ~/.config/localagents/models.yaml */
 export function resolveUserConfigPath(
   flag: string | undefined,
   env: PathEnv = process.env,
 ): string {
-  if (flag) return flag;
-  if (env.LOCALAGENTS_CONFIG) return env.LOCALAGENTS_CONFIG;
+  if (flag) return expandHome(flag, env);
+  if (env.LOCALAGENTS_CONFIG) return expandHome(env.LOCALAGENTS_CONFIG, env);
   const configHome = env.XDG_CONFIG_HOME ?? join(home(env), '.config');
   return join(configHome, 'localagents', 'models.yaml');
 }

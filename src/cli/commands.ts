@@ -39,6 +39,8 @@ Options:
   --prefill-ms-per-token X   simulated prompt processing time
   --decode-tokens-per-s X    simulated generation speed (0 = instant)
   --ttfb-ms N                extra delay before the first byte
+  --fault JSON               queue a fault for the next /v1/messages requests, as in
+                             POST /_emulator/faults (repeatable), e.g. '{"kind":"status","status":503}'
   -h, --help                 this help`,
     load: async () => (await import('./emulate.js')).runEmulate,
   },

@@ -1,5 +1,11 @@
 import { LocalAgentsError } from '../errors.js';
-import { loadScript, startEmulator, type EmulatorOptions } from '../emulator/emulator.js';
+import {
+  FaultSchema,
+  loadScript,
+  startEmulator,
+  type EmulatorOptions,
+  type Fault,
+} from '../emulator/emulator.js';
 import { integerFlag, parseCommandArgs, waitForAbort, type CommandRun } from './context.js';
 
 const OPTIONS = {
@@ -23,6 +29,7 @@ const OPTIONS = {
   'prefill-ms-per-token': { type: 'string' },
   'decode-tokens-per-s': { type: 'string' },
   'ttfb-ms': { type: 'string' },
+  fault: { type: 'string', multiple: true },
 } as const;
 
 function numberFlag(name: string, value: string | undefined): number | undefined {
@@ -35,6 +42,27 @@ function numberFlag(name: string, value: string | undefined): number | undefined
     );
   }
   return parsed;
+}
+
+// Same shape as a POST /_emulator/faults entry, so reliability tests can start a faulty server from a shell.
+function faultFlags(texts: readonly string[]): Fault[] {
+  return texts.map((text) => {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    const parsed = FaultSchema.safeParse(json);
+    if (parsed.success) return parsed.data;
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? ` at ${issue.path.join('.')}` : '';
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      `localagents emulate: --fault ${text} is not a fault${where}: ${issue?.message ?? 'expected JSON'}`,
+      { hint: 'write JSON such as --fault \'{"kind":"status","status":503,"count":2}\'' },
+    );
+  });
 }
 
 /** `localagents emulate`: prints the base URL as its first stdout line, serves until SIGINT/SIGTERM. */
@@ -82,8 +110,10 @@ export const runEmulate: CommandRun = async (context) => {
   if (values.script !== undefined) options.script = await loadScript(values.script);
   const loadingMs = optional('loading-ms', values['loading-ms']);
   if (loadingMs !== undefined) options.loadingMs = loadingMs;
+  const faults = faultFlags(values.fault ?? []);
 
   const emulator = await startEmulator(options);
+  if (faults.length > 0) emulator.injectFaults(faults);
   context.stdout.write(`${emulator.url}\n`);
   await waitForAbort(context.signal);
   await emulator.close();

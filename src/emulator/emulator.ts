@@ -17,7 +17,7 @@ import { createRequestLog, parseJsonOrUndefined } from './request-log.js';
 import type { EmulatorState, RecordedRequest } from './state.js';
 import { handleVllmRequest } from './vllm-routes.js';
 
-export type { Fault } from './faults.js';
+export { FaultSchema, type Fault } from './faults.js';
 export type { ScriptTurn } from './script.js';
 export { loadScript } from './script.js';
 export type { RecordedRequest } from './state.js';

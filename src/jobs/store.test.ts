@@ -67,4 +67,16 @@ describe('createJobStore', () => {
     expect(await store.tail(id, JOB_FILES.transcript, 2)).toBe('line 4\nline 5');
     expect(await store.tail(id, JOB_FILES.events, 2)).toBe('');
   });
+
+  it('returns the tail of a file larger than its read window', async () => {
+    const store = createJobStore(await tempDir());
+    const id = '20261129-000000-eeee';
+    await store.save(record(id));
+    const log = store.open(id, JOB_FILES.transcript);
+    for (let i = 1; i <= 20_000; i += 1) log.write(`line ${i} ${'x'.repeat(40)}\n`);
+    await log.close();
+    expect(await store.tail(id, JOB_FILES.transcript, 2)).toBe(
+      `line 19999 ${'x'.repeat(40)}\nline 20000 ${'x'.repeat(40)}`,
+    );
+  });
 });

@@ -1,9 +1,12 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
 import { isJobId, validateJobId } from './ids.js';
 import { jobRecordSchema, type JobRecord } from './job.js';
+
+/** tail() looks at no more than this much of the end of a file. */
+const TAIL_WINDOW_BYTES = 512 * 1024;
 
 export const JOB_FILES = {
   record: 'job.json',
@@ -128,11 +131,19 @@ export function createJobStore(stateDir: string): JobStore {
       return openAppender(join(jobDir(id), file));
     },
     async tail(id, file, lines) {
+      // Reads at most the last TAIL_WINDOW_BYTES: a long transcript is never loaded whole.
+      const handle = await open(join(jobDir(id), file), 'r').catch(() => undefined);
+      if (!handle) return '';
       let text: string;
       try {
-        text = await readFile(join(jobDir(id), file), 'utf8');
-      } catch {
-        return '';
+        const { size } = await handle.stat();
+        const start = Math.max(0, size - TAIL_WINDOW_BYTES);
+        const buffer = Buffer.alloc(size - start);
+        await handle.read(buffer, 0, buffer.length, start);
+        text = buffer.toString('utf8');
+        if (start > 0) text = text.slice(text.indexOf('\n') + 1);
+      } finally {
+        await handle.close();
       }
       const all = text.endsWith('\n') ? text.slice(0, -1).split('\n') : text.split('\n');
       return all.slice(Math.max(0, all.length - lines)).join('\n');

@@ -153,7 +153,14 @@ async function attempt(
   const status = upstream.statusCode ?? 502;
   exchange.line.upstream_status = status;
   if (status < 400) return { kind: 'answer', upstream };
-  const text = (await readBody(upstream, MAX_ERROR_BYTES)).toString('utf8');
+  let text: string;
+  try {
+    text = (await readBody(upstream, MAX_ERROR_BYTES)).toString('utf8');
+  } catch (error) {
+    // The client left (the backend request was aborted) or the backend died mid-answer.
+    if (exchange.signal.aborted) return { kind: 'gone' };
+    text = `backend answered ${status} and then closed the connection: ${String(error)}`;
+  }
   return { kind: 'error', error: classifyBackendError(status, text), text };
 }
 
