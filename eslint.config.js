@@ -28,7 +28,7 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts'],
-    ignores: ['src/jobs/session.ts', 'src/jobs/transcript.ts'],
+    ignores: ['src/jobs/session.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

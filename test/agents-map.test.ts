@@ -21,7 +21,7 @@ describe('AGENTS.md', () => {
   it('maps every source file and names no file that is gone', async () => {
     const map = await readFile(join(ROOT, 'AGENTS.md'), 'utf8');
     const files = (await sourceFiles(join(ROOT, 'src'))).map((file) => relative(ROOT, file));
-    const mapped = [...map.matchAll(/`(src\/[^`]+\.ts)`/g)].map((match) => match[1]);
+    const mapped = [...map.matchAll(/`(src\/[\w/.-]+\.ts)`/g)].map((match) => match[1]);
     expect(files.filter((file) => !mapped.includes(file))).toEqual([]);
     expect(mapped.filter((file) => file !== undefined && !files.includes(file))).toEqual([]);
   });

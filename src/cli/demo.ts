@@ -6,6 +6,7 @@ import { createDiagnostics } from '../diagnostics.js';
 import { startEmulator } from '../emulator/emulator.js';
 import { runGit } from '../jobs/git.js';
 import type { JobRecord } from '../jobs/job.js';
+import { filesChanged } from '../jobs/record.js';
 import { JOB_FILES } from '../jobs/store.js';
 import { configPaths } from '../registry/config.js';
 import { parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
@@ -89,7 +90,12 @@ export const runDemo: CommandRun = async (context) => {
       };
       let record = outcome.record;
       while (record.finished_at === null) record = await app.runner.wait(record.id, 60_000, show);
-      section(context, `job ${record.id}`, renderJob(record));
+      // The request log and the diffstat get sections of their own below.
+      section(
+        context,
+        `job ${record.id}`,
+        renderJob(record, new Date(), { backend: false, diffstat: false }),
+      );
       const transcript = await app.store.tail(record.id, JOB_FILES.transcript, 24);
       section(context, 'transcript (last lines)', transcript);
       section(
@@ -100,7 +106,7 @@ export const runDemo: CommandRun = async (context) => {
       const stat = record.worktree?.diffstat;
       const statLines = stat
         ? [
-            `${stat.files_changed} file(s) changed, +${stat.insertions} -${stat.deletions} on ${record.worktree?.branch ?? '?'}`,
+            `${filesChanged(stat.files_changed)}, +${stat.insertions} -${stat.deletions} on ${record.worktree?.branch ?? '?'}`,
             ...stat.files.map(
               (file) =>
                 `  ${file.path} | +${file.insertions ?? '?'} -${file.deletions ?? '?'}${file.untracked ? ' (new file)' : ''}`,

@@ -58,6 +58,64 @@ describe('renderJob', () => {
   });
 });
 
+describe('renderJob of a kept worktree job', () => {
+  const kept: JobRecord = {
+    ...record,
+    worktree: {
+      repo_root: '/repo',
+      path: '/state/worktrees/repo/20261129-100000-ab12',
+      branch: 'local-agent/20261129-100000-ab12',
+      base_ref: 'HEAD',
+      base_commit: '0123456789abcdef0123',
+      state: 'kept',
+      diffstat: {
+        files_changed: 1,
+        insertions: 3,
+        deletions: 0,
+        files: [{ path: 'src/cli.ts', insertions: 3, deletions: 0, untracked: true }],
+      },
+    },
+    backend: {
+      requests: 4,
+      failed_requests: 0,
+      prompt_tokens: 40000,
+      cached_tokens: 30000,
+      cache_hit_rate: 0.75,
+      generated_tokens: 900,
+      rewrites: { fold_system: 4 },
+      prefix_extends: 3,
+      prefix_breaks: 0,
+      prompt_tokens_per_s: null,
+      generation_tokens_per_s: 41.5,
+      speed_scope: 'server_wide',
+    },
+  };
+
+  it('shows the diffstat in the singular, the backend figures and only the speeds it knows', () => {
+    expect(renderJob(kept, now).split('\n').slice(8)).toMatchInlineSnapshot(`
+      [
+        "worktree: kept /state/worktrees/repo/20261129-100000-ab12 on local-agent/20261129-100000-ab12 (base 0123456789ab)",
+        "diffstat: 1 file changed, +3 -0",
+        "  src/cli.ts  +3 -0 (new)",
+        "backend:",
+        "  requests: 4 (0 failed)",
+        "  prompt tokens: 40000, cached 30000 (cache hit rate 75%)",
+        "  generated tokens: 900",
+        "  prefix: 3 prompts extended the previous one, 0 changed it",
+        "  rewrites: fold_system ×4",
+        "  speed: generation 41.5 tok/s (server-wide: other jobs overlapped)",
+      ]
+    `);
+  });
+
+  it('leaves out the parts a caller prints on its own', () => {
+    const text = renderJob(kept, now, { backend: false, diffstat: false });
+    expect(text).toContain('worktree: kept');
+    expect(text).not.toContain('diffstat:');
+    expect(text).not.toContain('backend:');
+  });
+});
+
 describe('renderProgress', () => {
   it('prints elapsed time, turn and the last activity', () => {
     const running = {

@@ -1,5 +1,5 @@
 import type { BackendFigures, JobRecord } from '../jobs/job.js';
-import { summarizeJob } from '../jobs/record.js';
+import { filesChanged, summarizeJob } from '../jobs/record.js';
 
 function elapsedSeconds(record: JobRecord, now: Date): string {
   const summary = summarizeJob(record, now);
@@ -48,18 +48,32 @@ export function describeBackend(figures: BackendFigures): string[] {
         .join(', ') || 'none'
     }`,
   ];
-  if (figures.speed_scope !== 'unavailable') {
+  const speeds = [
+    figures.prompt_tokens_per_s === null ? '' : `prompt ${figures.prompt_tokens_per_s} tok/s`,
+    figures.generation_tokens_per_s === null
+      ? ''
+      : `generation ${figures.generation_tokens_per_s} tok/s`,
+  ].filter((text) => text.length > 0);
+  if (figures.speed_scope !== 'unavailable' && speeds.length > 0) {
     const scope =
       figures.speed_scope === 'server_wide' ? ' (server-wide: other jobs overlapped)' : '';
-    lines.push(
-      `speed: prompt ${figures.prompt_tokens_per_s ?? '-'} tok/s, generation ${figures.generation_tokens_per_s ?? '-'} tok/s${scope}`,
-    );
+    lines.push(`speed: ${speeds.join(', ')}${scope}`);
   }
   return lines;
 }
 
+/** Parts of renderJob a caller that prints them on its own (the demo) can leave out. */
+export interface RenderJobParts {
+  diffstat?: boolean;
+  backend?: boolean;
+}
+
 /** `localagents show` and the end of `localagents run`: the record for people. */
-export function renderJob(record: JobRecord, now: Date = new Date()): string {
+export function renderJob(
+  record: JobRecord,
+  now: Date = new Date(),
+  parts: RenderJobParts = {},
+): string {
   const lines = [
     `job ${record.id}: ${record.status}${record.possible_no_op ? ' (possible no-op: no edits and no real report)' : ''}`,
     `task: ${clip(record.task, 200)}`,
@@ -85,10 +99,10 @@ export function renderJob(record: JobRecord, now: Date = new Date()): string {
     lines.push(
       `worktree: ${worktree.state} ${worktree.path} on ${worktree.branch} (base ${worktree.base_commit.slice(0, 12)})`,
     );
-    if (worktree.diffstat) {
+    if (worktree.diffstat && parts.diffstat !== false) {
       const stat = worktree.diffstat;
       lines.push(
-        `diffstat: ${stat.files_changed} files changed, +${stat.insertions} -${stat.deletions}`,
+        `diffstat: ${filesChanged(stat.files_changed)}, +${stat.insertions} -${stat.deletions}`,
       );
       for (const file of stat.files) {
         lines.push(
@@ -104,7 +118,7 @@ export function renderJob(record: JobRecord, now: Date = new Date()): string {
       );
     }
   }
-  if (record.backend)
+  if (record.backend && parts.backend !== false)
     lines.push('backend:', ...describeBackend(record.backend).map((line) => `  ${line}`));
   for (const warning of record.warnings) lines.push(`warning: ${warning}`);
   return lines.join('\n');

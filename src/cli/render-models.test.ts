@@ -72,6 +72,13 @@ const snapshot: RegistrySnapshot = {
       endpoint: 'workstation',
     },
     { name: 'glm-5', host: 'gpu-server', notes: 'needs both GPUs', running: false },
+    {
+      name: 'deepseek',
+      running: true,
+      served_as: 'deepseek-v4-flash',
+      endpoint: 'gpu-server',
+      context: 65536,
+    },
   ],
 };
 
@@ -88,8 +95,9 @@ describe('renderModels', () => {
         * under 128k tokens: Claude Code will compact early or hit "prompt is too long"
 
       Menu
-        qwen3.8-27b  running on workstation as unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL  default coder
-        glm-5        not running (host gpu-server)                                  needs both GPUs
+        qwen3.8-27b  running on workstation as unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL                             default coder
+        glm-5        not running (host gpu-server)                                                             needs both GPUs
+        deepseek     running on gpu-server as deepseek-v4-flash, window 65536 (set by context in models.yaml)
 
       Config: /home/u/.config/localagents/models.yaml
         warning: /home/u/.config/localagents/models.yaml:7 endpoints.laptop.baseurl: unknown key, ignored
@@ -139,7 +147,18 @@ describe('modelsJson', () => {
       kv_unified: true,
       latency_ms: 3,
     });
-    expect(json.endpoints.laptop?.error).toContain('connection refused');
+    expect(json.endpoints.laptop).toEqual({
+      base_url: 'http://127.0.0.1:8081',
+      backend: 'llama.cpp',
+      host: null,
+      up: false,
+      status: 'refused',
+      error: down.error,
+      models: [],
+      context: {},
+      metrics: false,
+      latency_ms: 1,
+    });
     expect(json.models['glm-5']).toEqual({
       notes: 'needs both GPUs',
       host: 'gpu-server',
@@ -151,6 +170,16 @@ describe('modelsJson', () => {
       running: true,
       served_as: 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL',
       endpoint: 'workstation',
+    });
+  });
+
+  it('leaves the menu context override out of the documented shape', () => {
+    expect(modelsJson(snapshot).models.deepseek).toEqual({
+      notes: null,
+      host: null,
+      running: true,
+      served_as: 'deepseek-v4-flash',
+      endpoint: 'gpu-server',
     });
   });
 

@@ -13,12 +13,15 @@ export interface ModelsJson {
   models: Record<string, Record<string, unknown>>;
 }
 
-/** Field by field, so nothing unlisted (the API key above all) can reach stdout. */
+/**
+ * Field by field, so nothing unlisted (the API key above all) can reach stdout. The keys are the
+ * README's `models --json` shape; `host` is null when unset, like a menu entry's.
+ */
 function endpointJson(probe: EndpointProbe): Record<string, unknown> {
   return {
     base_url: probe.base_url,
     backend: probe.backend,
-    ...(probe.host !== undefined ? { host: probe.host } : {}),
+    host: probe.host ?? null,
     up: probe.up,
     status: probe.status,
     ...(probe.error !== undefined ? { error: probe.error } : {}),
@@ -50,7 +53,8 @@ export function modelsJson(snapshot: RegistrySnapshot): ModelsJson {
       snapshot.endpoints.map((probe) => [probe.name, endpointJson(probe)]),
     ),
     models: Object.fromEntries(
-      snapshot.models.map(({ name, ...status }) => [
+      // The --json shape has no menu context: the override shows in the table and in resolutions.
+      snapshot.models.map(({ name, context: _override, ...status }) => [
         name,
         { notes: status.notes ?? null, host: status.host ?? null, ...status },
       ]),
@@ -122,9 +126,12 @@ export function renderModels(snapshot: RegistrySnapshot): string {
       lines.push('  (no models listed under models: in models.yaml)');
     const menu = snapshot.models.map((entry) => [
       entry.name,
-      entry.running
+      (entry.running
         ? `running on ${entry.endpoint ?? '?'} as ${entry.served_as ?? '?'}`
-        : `not running${entry.host ? ` (host ${entry.host})` : ''}`,
+        : `not running${entry.host ? ` (host ${entry.host})` : ''}`) +
+        (entry.context === undefined
+          ? ''
+          : `, window ${entry.context} (set by context in models.yaml)`),
       entry.notes ?? '',
     ]);
     lines.push(...table(menu));

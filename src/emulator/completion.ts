@@ -143,7 +143,9 @@ export async function runCompletion(
   const { prefillMsPerToken, decodeTokensPerSecond } = state.latency;
   const prefillMs = (promptTokens - lease.cachedTokens) * prefillMsPerToken;
   const msPerToken = decodeTokensPerSecond > 0 ? 1000 / decodeTokensPerSecond : 0;
-  const started = Date.now();
+  // Sub-millisecond clock: a fast scripted turn can finish within one Date.now() tick, and llama.cpp
+  // reports its timings as fractional milliseconds too, so the seconds counters always move.
+  const started = performance.now();
   let outputTokens = 0;
   try {
     if (request.stream) {
@@ -171,8 +173,9 @@ export async function runCompletion(
     }
   } finally {
     lease.release();
-    const promptMs = Math.min(prefillMs, Date.now() - started);
-    const generationMs = Math.max(Date.now() - started - promptMs, 0);
+    const elapsedMs = performance.now() - started;
+    const promptMs = Math.min(prefillMs, elapsedMs);
+    const generationMs = Math.max(elapsedMs - promptMs, 0);
     recordCompletion(state.stats, {
       promptTokens,
       cachedTokens: lease.cachedTokens,

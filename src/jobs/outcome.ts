@@ -5,17 +5,24 @@ import { isMeaningfulResult } from './record.js';
 import type { SdkResult } from './sdk-message.js';
 import type { TranscriptStats } from './transcript.js';
 
-/** Success is the SDK result's is_error (its subtype says success even for API errors, contract §0.9). */
+/**
+ * Success needs the SDK result's is_error false and, when it says one, terminal_reason `completed`: its
+ * subtype says success even for API errors (contract §0.9), and an aborted or hook-stopped turn is no success.
+ */
 function classifyResult(
   result: SdkResult | undefined,
   thrown: unknown,
 ): { status: JobStatus; error: JobError | null } {
-  if (result && !result.is_error && result.subtype === 'success')
+  const completed = result?.terminal_reason === undefined || result.terminal_reason === 'completed';
+  if (result && !result.is_error && result.subtype === 'success' && completed)
     return { status: 'succeeded', error: null };
   if (result) {
-    const message = result.result ?? result.errors?.join('; ') ?? result.subtype;
+    const said = result.result ?? result.errors?.join('; ');
+    const message = result.is_error
+      ? (said ?? result.subtype)
+      : `the session stopped with terminal_reason "${result.terminal_reason ?? result.subtype}"${said ? `: ${said}` : ''}`;
     const kind =
-      result.subtype === 'error_max_turns'
+      result.subtype === 'error_max_turns' || result.terminal_reason === 'max_turns'
         ? 'max_turns'
         : result.terminal_reason === 'api_error'
           ? 'api_error'

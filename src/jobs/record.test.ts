@@ -56,7 +56,7 @@ describe('summarizeJob', () => {
         },
       },
     });
-    expect(kept.worktree?.diffstat).toBe('1 files changed, +2 -0: a.txt');
+    expect(kept.worktree?.diffstat).toBe('1 file changed, +2 -0: a.txt');
     expect(kept.next).toMatch(/job_diff/);
   });
 });

@@ -91,10 +91,15 @@ export interface JobSummary {
   next: string;
 }
 
+/** "1 file changed", "2 files changed". */
+export function filesChanged(count: number): string {
+  return `${count} ${count === 1 ? 'file' : 'files'} changed`;
+}
+
 function diffstatLine(record: JobRecord): string | null {
   const stat = record.worktree?.diffstat;
   if (!stat) return null;
-  return `${stat.files_changed} files changed, +${stat.insertions} -${stat.deletions}: ${stat.files.map((file) => file.path).join(', ')}`;
+  return `${filesChanged(stat.files_changed)}, +${stat.insertions} -${stat.deletions}: ${stat.files.map((file) => file.path).join(', ')}`;
 }
 
 function nextStep(record: JobRecord): string {

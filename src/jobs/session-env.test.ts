@@ -92,7 +92,67 @@ describe('looksLikeClaudeModel', () => {
   });
 });
 
+describe('buildSessionEnv without endpoint env', () => {
+  const env = buildSessionEnv({
+    baseEnv: { PATH: '/usr/bin' },
+    servedId: 'qwen3.8-27b',
+    baseUrl: 'http://127.0.0.1:4000/j/tok',
+    contextTokens: 262144,
+    timeoutS: 90,
+  });
+
+  it.each([
+    ['CLAUDE_CODE_ATTRIBUTION_HEADER', '0'],
+    ['CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC', '1'],
+    ['DISABLE_TELEMETRY', '1'],
+    ['DISABLE_AUTOUPDATER', '1'],
+    ['DISABLE_ERROR_REPORTING', '1'],
+    ['API_TIMEOUT_MS', '90000'],
+    ['CLAUDE_CODE_MAX_CONTEXT_TOKENS', '262144'],
+  ])('sets %s to %s', (name, value) => {
+    expect(env[name]).toBe(value);
+  });
+
+  it('leaves the output budget to Claude Code at 128k and above', () => {
+    expect(env.CLAUDE_CODE_MAX_OUTPUT_TOKENS).toBeUndefined();
+  });
+
+  it('sets no window when the registry could not learn it', () => {
+    const unknown = buildSessionEnv({
+      baseEnv: {},
+      servedId: 'm',
+      baseUrl: 'http://127.0.0.1:1/j/t',
+      contextTokens: 0,
+      timeoutS: 60,
+    });
+    expect(unknown.CLAUDE_CODE_MAX_CONTEXT_TOKENS).toBeUndefined();
+    expect(unknown.CLAUDE_CODE_MAX_OUTPUT_TOKENS).toBeUndefined();
+  });
+});
+
 describe('delegateToolLists', () => {
+  // Agent-spawning (Task is Agent's old name, contract §4), agent-addressing and worktree-switching tools of
+  // Claude Code 2.1.332: the first request's tool list and deferred-tool list, and sdk-tools.d.ts.
+  it.each([
+    'Agent',
+    'Task',
+    'Workflow',
+    'ListAgents',
+    'SendMessage',
+    'TaskStop',
+    'EnterWorktree',
+    'ExitWorktree',
+    'ScheduleWakeup',
+    'CronCreate',
+    'CronDelete',
+    'CronList',
+    'RemoteTrigger',
+  ])('always disallows %s, even when the caller allows it', (tool) => {
+    const lists = delegateToolLists(['Read', tool], []);
+    expect(lists.disallowed).toContain(tool);
+    expect(lists.allowed).toEqual(['Read']);
+  });
+
   it('removes agent-spawning tools from the allowed list and always disallows them', () => {
     const lists = delegateToolLists(['Read', 'Agent', 'Bash'], ['WebFetch', 'Task']);
     expect(lists.allowed).toEqual(['Read', 'Bash']);

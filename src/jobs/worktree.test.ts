@@ -17,7 +17,7 @@ describe('createWorktree', () => {
     });
     expect(info.branch).toBe('local-agent/job-1');
     expect(info.path).toBe(join(state, 'worktrees', info.path.split('/').at(-2) ?? '', 'job-1'));
-    expect(runCwd).toBe(join(info.path, 'pkg/'));
+    expect(runCwd).toBe(join(info.path, 'pkg'));
     expect(await readFile(join(runCwd, 'a.txt'), 'utf8')).toBe('a\n');
     expect(info.base_commit).toBe((await git(repo, 'rev-parse', 'HEAD')).trim());
     expect(await git(repo, 'branch', '--list', 'local-agent/job-1')).toContain('local-agent/job-1');

@@ -1,5 +1,5 @@
 import { mkdir } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
 import { gitOutput, runGit } from './git.js';
 import type { Diffstat, WorktreeInfo } from './job.js';
@@ -85,7 +85,8 @@ export async function createWorktree(
     ? ['worktree', 'add', path, branch]
     : ['worktree', 'add', '-b', branch, path, baseCommit];
   await runGit(repo.root, args);
-  const runCwd = join(path, repo.prefix);
+  // The job runs in the same directory relative to the repository root as the caller's cwd.
+  const runCwd = resolve(path, repo.prefix);
   await mkdir(runCwd, { recursive: true });
   return {
     info: {

@@ -5,6 +5,7 @@ import { classifyFailure } from './probe-http.js';
 import {
   contextWindows,
   detectBackend,
+  failureSentence,
   isLoading,
   looksUnified,
   readModels,
@@ -204,6 +205,41 @@ describe('classifyFailure', () => {
   ])('classifies %s', (error, failure) => {
     expect(classifyFailure(error).failure).toBe(failure);
   });
+});
+
+describe('failureSentence', () => {
+  it.each([
+    [
+      'refused',
+      'ECONNREFUSED',
+      'connection refused at gpu:8080: the host is up but nothing listens on that port (not started yet, or the wrong port)',
+    ],
+    [
+      'unreachable',
+      'EHOSTUNREACH',
+      'host gpu:8080 is unreachable (EHOSTUNREACH): the machine is down or not on this network',
+    ],
+    [
+      'unreachable',
+      'ENOTFOUND',
+      'the host name in gpu:8080 does not resolve (ENOTFOUND): check the name or the network',
+    ],
+    [
+      'timeout',
+      undefined,
+      'no answer from gpu:8080 within 2.5 s (probe_timeout_s): the host may be down or firewalled, or the server is stuck',
+    ],
+    [
+      'error',
+      'ECONNRESET',
+      'the connection to gpu:8080 failed (ECONNRESET) before an answer arrived',
+    ],
+  ] as const)(
+    'says what a %s failure (%s) means in a plain sentence',
+    (failure, code, sentence) => {
+      expect(failureSentence(failure, code, 'gpu:8080', 2500)).toBe(sentence);
+    },
+  );
 });
 
 function readdirPrefix(prefix: string): { models: string; props: string; slots: string } {

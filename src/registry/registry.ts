@@ -30,6 +30,8 @@ export interface MenuStatus {
   running: boolean;
   served_as?: string;
   endpoint?: string;
+  /** The menu's `context` override, which wins over the probed window. */
+  context?: number;
 }
 
 export interface RegistrySnapshot {
@@ -62,6 +64,7 @@ export function menuStatus(config: RegistryConfig, probes: EndpointProbe[]): Men
     const status: MenuStatus = { name: entry.name, running: false };
     if (entry.notes !== undefined) status.notes = entry.notes;
     if (entry.host !== undefined) status.host = entry.host;
+    if (entry.context !== undefined) status.context = entry.context;
     const [hit] = findHits(config, probes, entry.name, findMenuEntry(config, entry.name));
     if (hit)
       Object.assign(status, { running: true, served_as: hit.servedId, endpoint: hit.probe.name });

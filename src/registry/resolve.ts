@@ -141,9 +141,11 @@ function unavailable(
   lead: string,
 ): Resolution {
   const served = servedNow(probes);
+  // The issue's sentence for Claude: "<name> is not running anywhere. Ask the user to bring it up. Notes: …".
   const parts = [lead];
+  if (menuEntry?.notes)
+    parts.push(`Notes: ${menuEntry.notes}${/[.!?]$/.test(menuEntry.notes) ? '' : '.'}`);
   if (menuEntry?.host) parts.push(`It runs on ${menuEntry.host}.`);
-  if (menuEntry?.notes) parts.push(`Notes: ${menuEntry.notes}`);
   if (menuEntry?.bring_up) parts.push(`To start it: ${menuEntry.bring_up}`);
   const down = probes.filter((probe) => !probe.up && probe.error);
   if (down.length > 0)

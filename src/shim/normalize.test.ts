@@ -128,6 +128,19 @@ describe('normalizeRequest', () => {
     expect(normalizeRequest(raw, llama)).toEqual({ kind: 'untouched' });
   });
 
+  it('parses a body the caller’s scanner already flagged, and still forwards it untouched if nothing applies', () => {
+    const raw = Buffer.from(
+      JSON.stringify({
+        model: 'qwen-test',
+        max_tokens: 10,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    );
+    const result = normalizeRequest(raw, llama, { scanned: true });
+    expect(result.kind).toBe('untouched');
+    expect(result.kind === 'untouched' && result.request?.messages).toHaveLength(1);
+  });
+
   it('places a system message that follows a tool_use after the tool_result blocks of the next user turn', () => {
     const raw = Buffer.from(
       JSON.stringify({

@@ -122,9 +122,15 @@ function clampedMaxTokens(request: AnthropicRequest, room: number | undefined): 
  * Pure: the body to forward. When no rewrite applies (the common case for jobs) the raw bytes are forwarded and,
  * where the bytes alone show it (fast-path.ts), the body is not even parsed: `untouched` then carries no request.
  */
-export function normalizeRequest(raw: Buffer, route: NormalizeRoute): NormalizeResult {
+export function normalizeRequest(
+  raw: Buffer,
+  route: NormalizeRoute,
+  options: { scanned?: boolean } = {},
+): NormalizeResult {
   const room = outputRoom(raw.length, route);
-  if (isPlainlyUntouched(raw, route, room)) return { kind: 'untouched' };
+  // `scanned`: the caller's fast-path scanner already saw these bytes and found something that may need a rewrite.
+  if (options.scanned !== true && isPlainlyUntouched(raw, route, room))
+    return { kind: 'untouched' };
   const parsed = parseRequest(raw);
   if (!parsed.ok) return { kind: 'invalid', message: parsed.message };
   const request = parsed.request;

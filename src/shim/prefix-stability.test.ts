@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { isRecord } from './fold-system.js';
 import { normalizeRequest, parseRequest, type AnthropicRequest } from './normalize.js';
-import { createPrefixTracker } from './prefix-stability.js';
+import { createPrefixTracker, fingerprintPrompt } from './prefix-stability.js';
 
 const CLAUDE_CODE = new URL('../../../shared/fixtures/claude-code/', import.meta.url);
 
@@ -90,5 +90,46 @@ describe('createPrefixTracker', () => {
       kind: 'changed',
       at,
     });
+  });
+});
+
+const text = (value: string, extra: Record<string, unknown> = {}) => ({
+  type: 'text',
+  text: value,
+  ...extra,
+});
+const ephemeral = { cache_control: { type: 'ephemeral' } };
+const big = 'line of a big file\n'.repeat(60_000);
+const toolResult = (content: unknown, extra: Record<string, unknown> = {}) => [
+  { type: 'tool_result', tool_use_id: 't1', content, ...extra },
+];
+
+describe('fingerprintPrompt', () => {
+  it.each([
+    ['a string and one text block', 'hi', [text('hi')]],
+    ['a block with and without cache_control', [text('hi', ephemeral)], [text('hi')]],
+    [
+      'a tool result as a string and as blocks',
+      toolResult(big),
+      toolResult([text(big, ephemeral)]),
+    ],
+    ['a tool result with a moved cache marker', toolResult(big, ephemeral), toolResult(big)],
+  ])('renders %s the same', (_what, a, b) => {
+    const of = (content: unknown) =>
+      fingerprintPrompt({ messages: [{ role: 'user', content }] }).messages[0];
+    expect(of(a)).toBe(of(b));
+  });
+
+  it.each([
+    ['one character of a 1 MB tool result', toolResult(big), toolResult(`${big}x`)],
+    ['a text split in two blocks', [text('ab')], [text('a'), text('b')]],
+    ['a text block with citations', [text('hi')], [text('hi', { citations: [] })]],
+    ['an error tool result', toolResult('no'), toolResult('no', { is_error: true })],
+    ['the role', 'hi', 'hi'],
+  ])('tells apart %s', (what, a, b) => {
+    const first = fingerprintPrompt({ messages: [{ role: 'user', content: a }] });
+    const role = what === 'the role' ? 'assistant' : 'user';
+    const second = fingerprintPrompt({ messages: [{ role, content: b }] });
+    expect(first.messages[0]).not.toBe(second.messages[0]);
   });
 });

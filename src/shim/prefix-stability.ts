@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { contentText, isRecord } from './fold-system.js';
 import type { AnthropicRequest } from './normalize.js';
 
@@ -35,19 +35,60 @@ function hash(text: string): string {
   return createHash('sha1').update(text).digest('base64url');
 }
 
-/** A block as the backend sees it: without cache_control, a string ≡ one text block. */
-function canonicalBlocks(content: unknown): unknown[] {
-  if (typeof content === 'string') return [{ type: 'text', text: content }];
-  if (!Array.isArray(content)) return [];
+const TEXT_KEYS = new Set(['type', 'text', 'cache_control']);
+
+/** A text block with nothing but its text (and a cache marker): hashed as its text alone. */
+function plainText(block: Record<string, unknown>): string | undefined {
+  if (block.type !== 'text' || typeof block.text !== 'string') return undefined;
+  for (const key of Object.keys(block)) if (!TEXT_KEYS.has(key)) return undefined;
+  return block.text;
+}
+
+/**
+ * Feeds content as the backend sees it into `digest`: without cache_control, a string ≡ one text block. Texts go
+ * in as they are, never through JSON.stringify: a 1 MB tool result would cost milliseconds more to escape and copy.
+ * Each piece is tagged and length-prefixed, so different contents cannot feed the same bytes.
+ */
+function digestContent(digest: Hash, content: unknown): void {
+  if (typeof content === 'string') {
+    digest.update(`a1:t${content.length}:`).update(content);
+    return;
+  }
+  // Anything else renders as no blocks at all.
+  if (!Array.isArray(content)) {
+    digest.update('a0:');
+    return;
+  }
   const blocks: unknown[] = content;
-  return blocks.map((block) => {
-    if (!isRecord(block)) return block;
+  digest.update(`a${blocks.length}:`);
+  for (const block of blocks) {
+    if (!isRecord(block)) {
+      const text = JSON.stringify(block) ?? 'undefined';
+      digest.update(`j${text.length}:`).update(text);
+      continue;
+    }
+    const text = plainText(block);
+    if (text !== undefined) {
+      digest.update(`t${text.length}:`).update(text);
+      continue;
+    }
     const { cache_control: _cache, ...rest } = block;
     if (rest.type === 'tool_result' && rest.content !== undefined) {
-      return { ...rest, content: canonicalBlocks(rest.content) };
+      const { content: inner, ...head } = rest;
+      const json = JSON.stringify(head);
+      digest.update(`r${json.length}:`).update(json);
+      digestContent(digest, inner);
+      continue;
     }
-    return rest;
-  });
+    const json = JSON.stringify(rest);
+    digest.update(`j${json.length}:`).update(json);
+  }
+}
+
+function contentHash(prefix: string, content: unknown): string {
+  const digest = createHash('sha1').update(prefix);
+  digestContent(digest, content);
+  return digest.digest('base64url');
 }
 
 function canonicalTools(tools: unknown[] | undefined): string {
@@ -66,10 +107,10 @@ function canonicalTools(tools: unknown[] | undefined): string {
 
 export function fingerprintPrompt(request: AnthropicRequest): PromptFingerprint {
   return {
-    system: hash(JSON.stringify(canonicalBlocks(request.system))),
+    system: contentHash('system\u0000', request.system),
     tools: hash(canonicalTools(request.tools)),
     messages: request.messages.map((message) =>
-      hash(`${message.role}\u0000${JSON.stringify(canonicalBlocks(message.content))}`),
+      contentHash(`${message.role}\u0000`, message.content),
     ),
   };
 }

@@ -19,6 +19,8 @@ export interface Received {
   raw: Buffer;
   /** Set when the body was streamed to the backend as it arrived and proved to need no rewrite: already sent. */
   sent?: OpenedRequest;
+  /** The fast-path scanner read the whole body and found it may need a rewrite: no point scanning it again. */
+  scanned?: boolean;
 }
 
 /**
@@ -82,6 +84,7 @@ export async function receiveBody(
     return { raw, sent };
   }
   sent?.abandon();
+  if (scanner && !clean) return { raw, scanned: true };
   return encoding === undefined || encoding === 'identity'
     ? { raw }
     : decompress(exchange, raw, encoding);

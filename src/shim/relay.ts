@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { classifyBackendError, type BackendError } from './backend-errors.js';
 import { sendJson, type Exchange } from './exchange.js';
-import { toPrefixLog } from './log.js';
+import { redactHeaders, toPrefixLog } from './log.js';
 import { relayJson } from './json-relay.js';
 import {
   estimatePromptTokens,
@@ -37,13 +37,13 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
   const isCount = pathname === '/v1/messages/count_tokens';
   const received = await receiveBody(exchange, req.method === 'POST' && isMessages);
   if (received === undefined) return;
-  const { raw, sent } = received;
+  const { raw, sent, scanned } = received;
   exchange.line.bytes_in = raw.length;
   if (req.method === 'POST' && (isMessages || isCount)) {
     // A body already streamed to the backend was proved clean on the way: nothing to rewrite.
     const normalized: NormalizeResult = sent
       ? { kind: 'untouched' }
-      : normalizeRequest(raw, exchange.route.config);
+      : normalizeRequest(raw, exchange.route.config, { scanned });
     if (normalized.kind === 'invalid') {
       sendClientError(
         exchange,
@@ -59,7 +59,7 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
       ts: exchange.line.ts,
       seq: exchange.line.seq,
       path,
-      headers: forwardHeadersForLog(req),
+      headers: redactHeaders(req.headers),
       body,
     });
     // Parsed only when needed: the fast path forwards a body nobody has parsed yet.
@@ -91,20 +91,6 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
     return;
   }
   await relayOther(exchange, raw);
-}
-
-function forwardHeadersForLog(req: IncomingMessage): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined) continue;
-    out[name] =
-      name === 'authorization' || name === 'x-api-key'
-        ? '[redacted]'
-        : Array.isArray(value)
-          ? value.join(', ')
-          : value;
-  }
-  return out;
 }
 
 function describeRequest(

@@ -403,6 +403,8 @@ describe('createShim', () => {
     const { route, logDir } = await setup({}, { dumpFullRequests: true, apiKey: 'sk-secret' });
     await post(route, capturedBody('first-turn-request.json'), '/v1/messages?beta=true', {
       'x-api-key': 'sk-client',
+      authorization: 'Bearer sk-client-bearer',
+      cookie: 'session=sk-cookie',
     });
     await route.close();
     const full = await readFile(join(logDir, 'requests_full.jsonl'), 'utf8');
@@ -412,7 +414,13 @@ describe('createShim', () => {
       headers: Record<string, string>;
       body: { messages: unknown[] };
     };
-    expect(entry.headers['x-api-key']).toBe('[redacted]');
+    expect(full).not.toContain('sk-client-bearer');
+    expect(full).not.toContain('sk-cookie');
+    expect(entry.headers).toMatchObject({
+      'x-api-key': '[redacted]',
+      authorization: '[redacted]',
+      cookie: '[redacted]',
+    });
     expect(entry.body.messages).toHaveLength(1);
   });
 

@@ -87,9 +87,16 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
           res.end(body);
         } else res.destroy();
       })
+      // The log line's bookkeeping (a full parse of a fast-path body, the prompt fingerprint) waits for the next
+      // turn of the event loop: I/O already due, other streams' bytes included, goes out first.
+      .finally(() => new Promise<void>((resolve) => setImmediate(resolve)))
       .finally(() => {
-        finishExchange(exchange);
         route.inflight.delete(done);
+        try {
+          finishExchange(exchange);
+        } catch (error) {
+          diagnostics.error('shim: request bookkeeping failed', { path, error: String(error) });
+        }
       });
     route.inflight.add(done);
   }

@@ -94,6 +94,33 @@ describe('localagents run / jobs / show / log / diff', () => {
     expect(diff.stdout).toContain('+hello from the local model');
   });
 
+  // util-linux `script` gives the command a pseudo-terminal, so stderr is a TTY as in a user's shell.
+  it.skipIf(!existsSync('/usr/bin/script'))(
+    'shows a rewritten status line with elapsed time, turn and last tool on a TTY',
+    async () => {
+      const { env, cwd } = await setup();
+      const command = [process.execPath, MAIN, 'run', "'Write hello.txt.'", '--cwd', cwd].join(' ');
+      const run = await new Promise<CliResult>((resolve) => {
+        execFile(
+          '/usr/bin/script',
+          ['-qefc', command, '/dev/null'],
+          { env, cwd, timeout: 100_000 },
+          (error, stdout, stderr) =>
+            resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+        );
+      });
+      expect(run.code).toBe(0);
+      // Each redraw returns to the line start and clears it (CR, ESC [K) before the new status.
+      const redraws = run.stdout.split('\r\u001b[K').slice(1);
+      expect(redraws.length).toBeGreaterThan(2);
+      expect(redraws).toContainEqual(
+        expect.stringMatching(/^\[\d+\.\ds\] running · turn \d+ · tool Bash\(cat hello\.txt\)$/),
+      );
+      // The last clear leaves the line empty for the summary.
+      expect(redraws.at(-1)).toMatch(/^job \S+: succeeded\r?\n/);
+    },
+  );
+
   it('prints the summary on stdout without --json and exits 1 when the job fails', async () => {
     const { env, cwd } = await setup();
     // The default script needs three turns: one allowed turn ends in error_max_turns.
@@ -166,8 +193,15 @@ describe('localagents demo', () => {
     expect(demo.stdout).toContain('the model is a scripted emulator');
     expect(demo.stdout).toMatch(/job \S+: succeeded/);
     expect(demo.stdout).toContain('── transcript (last lines)');
+    expect(demo.stdout).toMatch(/\n {2}\[\d+\.\ds\] running · turn \d+ · tool Write\(/);
+    expect(demo.stdout).toContain('── request log (requests.jsonl');
     expect(demo.stdout).toMatch(/prefix: \d+ prompts extended the previous one/);
     expect(demo.stdout).toMatch(/rewrites: fold_system ×\d+/);
+    expect(demo.stdout).toMatch(/cached \d+ \(cache hit rate \d+%\)/);
+    // Each summary is printed once: the request log and the diffstat have their own sections.
+    expect(demo.stdout.match(/requests: \d+ \(\d+ failed\)/g)).toHaveLength(1);
+    expect(demo.stdout.match(/changed, \+1 -0/g)).toEqual(['changed, +1 -0']);
+    expect(demo.stdout).toContain('1 file changed, +1 -0 on local-agent/');
     expect(demo.stdout).toContain('hello.txt | +1 -0 (new file)');
     expect(demo.stdout).toContain('untouched (clean)');
     expect(demo.stdout).toMatch(/demo succeeded in \d+\.\d s/);

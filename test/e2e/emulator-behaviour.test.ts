@@ -274,7 +274,7 @@ describe('scripts and the CLI', () => {
     await expect(loadScript(join(dir, 'bad.json'))).rejects.toThrow(/0\.toolCalls\.0\.input/);
   });
 
-  it('prints the base URL as the first stdout line and serves until aborted', async () => {
+  it('prints the base URL as the first stdout line, plays a JSON --script and serves until aborted', async () => {
     const dir = await tempDir();
     await writeFile(join(dir, 's.json'), JSON.stringify([{ text: 'scripted' }]));
     const stdout = new PassThrough();
@@ -308,6 +308,9 @@ describe('scripts and the CLI', () => {
       total_slots: number;
     };
     expect([props.default_generation_settings.n_ctx, props.total_slots]).toEqual([8192, 2]);
+    const tools = [{ name: 'Bash', description: 'run', input_schema: { type: 'object' } }];
+    const reply = (await (await post(url, body('go', { tools }))).json()) as { content: unknown };
+    expect(reply.content).toEqual([{ type: 'text', text: 'scripted' }]);
     controller.abort();
     expect(await exit).toBe(0);
   });

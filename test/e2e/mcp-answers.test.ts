@@ -36,14 +36,26 @@ describe('MCP answers', () => {
     expect(String(answer.next)).toMatch(
       /^Nothing was started\. Ask the user to bring up deepseek-v4-flash on gpu-server/,
     );
+    expect(String(answer.next)).toContain('(notes: vllm needs --enable-auto-tool-choice)');
     expect(String(answer.next)).toContain('ssh gpu-server ./start-deepseek.sh');
     expect(await app.store.list()).toEqual([]);
   });
 
   it('lists the server instructions that explain the workflow', async () => {
     const { client } = await startTestApp(emulatorConfig(emulator.url));
-    expect(client.getInstructions()).toContain('list_models');
-    expect(client.getInstructions()).toContain('treat every result as a draft');
+    const instructions = client.getInstructions() ?? '';
+    for (const step of [
+      '1. list_models',
+      '2. run_agent',
+      '3. wait_job',
+      'job_status / job_log',
+      'files_touched, or job_diff',
+      'treat every result as a draft to verify',
+      'ask the user to start it',
+      'local_complete',
+    ]) {
+      expect(instructions).toContain(step);
+    }
     const tools = (await client.listTools()).tools.map((tool) => tool.name).sort();
     expect(tools).toEqual([
       'cancel_job',
@@ -60,7 +72,27 @@ describe('MCP answers', () => {
     ]);
   });
 
+  it('describes every argument of every tool for Claude', async () => {
+    const { client } = await startTestApp(emulatorConfig(emulator.url));
+    const undescribed = (await client.listTools()).tools.flatMap((tool) =>
+      Object.entries(tool.inputSchema.properties ?? {})
+        .filter(([, schema]) => !(schema as { description?: string }).description)
+        .map(([name]) => `${tool.name}.${name}`),
+    );
+    expect(undescribed).toEqual([]);
+    const descriptions = (await client.listTools()).tools.map((tool) => tool.description ?? '');
+    expect(descriptions.every((text) => text.length > 40)).toBe(true);
+  });
+
   it.each([
+    ['run_agent', { task: 'x', max_turns: 'ten' }, /expected number, received string at max_turns/],
+    [
+      'run_agent',
+      { task: 'x', isolation: 'copy' },
+      /expected one of "none"\|"worktree" at isolation/,
+    ],
+    ['run_agent', {}, /expected string, received undefined at task/],
+    ['job_diff', { job_id: '20261129-000000-aaaa', max_lines: 0 }, /at max_lines/],
     [
       'wait_job',
       { job_id: '20261129-000000-aaaa', timeout_s: 500 },
@@ -106,6 +138,47 @@ describe('MCP answers', () => {
     expect(result.isError).toBe(true);
     expect(errorText(result)).toMatch(/isolation "worktree" needs a git repository[\s\S]*fix: /);
     expect(await app.store.list()).toEqual([]);
+  });
+
+  it('registers a model and an endpoint that later answers and list_models use', async () => {
+    const { client } = await startTestApp(emulatorConfig(emulator.url));
+    const model = await callTool(client, 'register_model', {
+      name: 'big-coder',
+      host: 'gpu-box',
+      notes: 'needs both GPUs',
+      bring_up: 'ssh gpu-box ./big.sh',
+    });
+    expect(String(model.next)).toContain('list_models');
+    const endpoint = await callTool(client, 'register_endpoint', {
+      name: 'spare',
+      base_url: 'http://127.0.0.1:9',
+      backend: 'llama.cpp',
+    });
+    expect(String(endpoint.next)).toContain('list_models');
+    const models = await callTool(client, 'list_models');
+    expect(models.endpoints).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'emu', up: true }),
+        expect.objectContaining({ name: 'spare', up: false }),
+      ]),
+    );
+    const answer = await callTool(client, 'run_agent', { task: 'x', model: 'big-coder' });
+    expect(answer).toMatchObject({
+      status: 'model_unavailable',
+      host: 'gpu-box',
+      notes: 'needs both GPUs',
+      bring_up: 'ssh gpu-box ./big.sh',
+    });
+  });
+
+  it('answers an invalid registration with a tool error that names the field', async () => {
+    const { client } = await startTestApp(emulatorConfig(emulator.url));
+    const result = await callToolRaw(client, 'register_endpoint', {
+      name: 'bad',
+      base_url: 'not a url',
+    });
+    expect(result.isError).toBe(true);
+    expect(errorText(result)).toMatch(/base_url/);
   });
 
   it('completes one prompt with local_complete', async () => {

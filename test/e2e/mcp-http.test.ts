@@ -71,6 +71,10 @@ describe('localagents serve --http', () => {
     expect(result.structuredContent).toMatchObject({ id: started.id, status: 'succeeded' });
     expect(progress.length).toBeGreaterThan(0);
     expect(progress.some((message) => /^running: turn \d+/.test(message))).toBe(true);
+    // Each notification carries the job's last activity once there is one.
+    expect(progress).toContainEqual(
+      expect.stringMatching(/^running: turn \d+, \d+ tool calls, (tool \w+\(|says: |thinking)/),
+    );
 
     server.kill('SIGTERM');
     const [code] = (await once(server, 'exit')) as [number | null];

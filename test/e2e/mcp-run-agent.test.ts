@@ -20,6 +20,7 @@ describe('run_agent over MCP', () => {
     const models = await callTool(client, 'list_models');
     expect(models.endpoints).toEqual([expect.objectContaining({ name: 'emu', up: true })]);
 
+    const before = emulator.requests.length;
     const started = await callTool(client, 'run_agent', {
       task: 'Write hello.txt and show it.',
       cwd: repo,
@@ -44,14 +45,71 @@ describe('run_agent over MCP', () => {
       { path: 'hello.txt', insertions: 1, deletions: 0, untracked: true },
     ]);
     expect(record.served_model).toBeTruthy();
+    expect(record.requested_model).toBeNull();
     expect(record.endpoint).toBe('emu');
+    expect(record.base_url).toBe(emulator.url);
+    expect(record.context_tokens).toBeGreaterThan(0);
+    expect(record.context_source).toBe('probe');
+    expect(record.cwd).toBe(repo);
+    expect(record.run_cwd).toBe(record.worktree?.path);
+    expect(record.isolation).toBe('worktree');
+    expect(record.worktree?.base_ref).toBe('HEAD');
+    expect(record.worktree?.review?.merge).toContain(`merge local-agent/${id}`);
+    for (const time of [record.created_at, record.started_at, record.finished_at]) {
+      expect(Date.parse(time ?? '')).toBeGreaterThan(0);
+    }
+    expect(record.duration_ms).toBeGreaterThan(0);
+    expect(record.last_activity?.text).toMatch(/^says: Done/);
+    expect(record.error).toBeNull();
+    expect(record.terminal_reason).toBe('completed');
+    expect(record.usage?.input_tokens).toBeGreaterThan(0);
+    expect(record.usage?.output_tokens).toBeGreaterThan(0);
+    expect(record.backend?.prompt_tokens).toBeGreaterThan(0);
+    expect(record.backend?.cached_tokens).toBeGreaterThan(0);
+    expect(record.backend?.cache_hit_rate).toBeGreaterThan(0);
+    expect(record.backend?.generated_tokens).toBeGreaterThan(0);
     expect(record.session_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(record.turns).toBeGreaterThanOrEqual(3);
     expect(record.tool_calls).toBe(2);
     expect(record.result_text).toContain('Done: I wrote hello.txt');
     expect(record.backend?.requests).toBeGreaterThanOrEqual(3);
-    expect(record.backend?.speed_scope).not.toBe('unavailable');
+    expect(record.backend?.speed_scope).toBe('job');
+    expect(record.backend?.generation_tokens_per_s).toBeGreaterThan(0);
     expect(record.claude_pid).toBeGreaterThan(0);
+
+    // What the child was started with, as seen on the wire by the backend.
+    // Non-essential traffic off: no `HEAD /api/hello`, and no title request (the one POST without tools).
+    expect(emulator.requests.slice(before).filter((request) => request.method === 'HEAD')).toEqual(
+      [],
+    );
+    const sent = emulator.requests
+      .slice(before)
+      .filter((request) => request.path.startsWith('/v1/messages'));
+    expect(
+      sent.map((request) => Array.isArray((request.body as { tools?: unknown }).tools)),
+    ).toEqual(sent.map(() => true));
+    const first = sent[0]?.body as { tools?: { name: string }[]; system?: { text: string }[] };
+    const tools = (first.tools ?? []).map((tool) => tool.name);
+    expect(tools).toEqual(expect.arrayContaining(['Write', 'Bash']));
+    for (const forbidden of ['Agent', 'Task', 'Workflow', 'ListAgents', 'ScheduleWakeup']) {
+      expect(tools).not.toContain(forbidden);
+    }
+    const system = (first.system ?? []).map((block) => block.text).join('\n');
+    expect(system).toContain('You are a delegate');
+    expect(system).not.toContain('x-anthropic-billing-header');
+    // Deferred tools are listed one per line in a system message (contract §2.3); forbidden ones are not.
+    const deferred = /deferred tools[^]*?\n\n/.exec(
+      JSON.stringify((sent[0]?.body as { messages?: unknown }).messages ?? []).replace(
+        /\\n/g,
+        '\n',
+      ),
+    )?.[0];
+    expect(deferred).toContain('\nWebFetch\n');
+    for (const forbidden of ['EnterWorktree', 'ExitWorktree', 'SendMessage', 'CronCreate']) {
+      expect(deferred).not.toContain(`\n${forbidden}\n`);
+    }
+    // API_TIMEOUT_MS from timeout_s (300 in emulatorConfig) reaches claude, which sends it in seconds.
+    expect(sent[0]?.headers['x-stainless-timeout']).toBe('300');
 
     const dir = app.store.jobDir(id);
     const transcript = await readFile(join(dir, 'transcript.txt'), 'utf8');
@@ -61,20 +119,71 @@ describe('run_agent over MCP', () => {
     expect(transcript).toContain('tool Write(');
     expect(transcript).toContain('tool Bash(cat hello.txt)');
     expect(transcript).toContain('thinking: I will write the file first.');
-    expect(transcript).toMatch(/=== done: succeeded after \d+ turns, 2 tool calls/);
-    const events = (await readFile(join(dir, 'events.jsonl'), 'utf8')).trim().split('\n');
-    expect(events.map((line) => (JSON.parse(line) as { kind: string }).kind)).toContain(
-      'result/success',
+    expect(transcript).toContain('assistant: I will create hello.txt.');
+    expect(transcript).toMatch(/\nresult:\n {4}hello from the local model\n/);
+    expect(transcript).toContain('stderr: [claude-code:unrecognized_model]');
+    expect(transcript).toMatch(
+      /=== done: succeeded after \d+ turns, 2 tool calls, \d+\.\d s; \d+ requests, \d+ prompt tokens/,
     );
+    const events = (await readFile(join(dir, 'events.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map(
+        (line) =>
+          JSON.parse(line) as {
+            kind: string;
+            message: { modelUsage?: Record<string, { contextWindow: number }> };
+          },
+      );
+    expect(events[0]?.kind).toBe('system/init');
+    expect(events.at(-1)?.kind).toBe('result/success');
+    // CLAUDE_CODE_MAX_CONTEXT_TOKENS took effect: claude reports the registry's window as its own.
+    const modelUsage = Object.values(events.at(-1)?.message.modelUsage ?? {});
+    expect(modelUsage.map((usage) => usage.contextWindow)).toContain(record.context_tokens);
     const requests = (await readFile(join(dir, 'requests.jsonl'), 'utf8')).trim().split('\n');
     expect(requests.length).toBe(record.backend?.requests);
 
     const diff = await callTool(client, 'job_diff', { job_id: id });
     expect(diff.diff).toContain('+hello from the local model');
+    expect(diff.next_offset).toBeNull();
+    const page = await callTool(client, 'job_diff', { job_id: id, offset: 1, max_lines: 2 });
+    expect(page.diff).toBe(String(diff.diff).split('\n').slice(1, 3).join('\n'));
+    expect(page.next_offset).toBe(3);
+    expect(page.total_lines).toBe(diff.total_lines);
     const log = await callTool(client, 'job_log', { job_id: id, tail_lines: 3 });
     expect(String(log.transcript)).toContain('=== done: succeeded');
     summary = await callTool(client, 'job_status', { job_id: id });
     expect(summary.status).toBe('succeeded');
+  });
+
+  it('runs a worktree job in the same subdirectory of the worktree as the cwd it was given', async () => {
+    const config = emulatorConfig(emulator.url).replace(
+      'defaults:\n',
+      'defaults:\n  dump_requests: true\n',
+    );
+    const { client, app } = await startTestApp(config);
+    const repo = await gitRepo({ 'README.md': '# r\n', 'pkg/lib/a.txt': 'a\n' });
+    const summary = await callTool(client, 'run_agent', {
+      task: 'Write hello.txt.',
+      cwd: join(repo, 'pkg', 'lib'),
+      isolation: 'worktree',
+      wait_s: 100,
+    });
+    expect(summary.status).toBe('succeeded');
+    const record = await app.store.read(String(summary.id));
+    const worktree = record.worktree?.path ?? '/nonexistent';
+    expect(record.run_cwd).toBe(join(worktree, 'pkg', 'lib'));
+    expect(await readFile(join(worktree, 'pkg', 'lib', 'hello.txt'), 'utf8')).toBe(
+      'hello from the local model\n',
+    );
+    expect(record.worktree?.diffstat?.files.map((file) => file.path)).toEqual([
+      'pkg/lib/hello.txt',
+    ]);
+    expect(existsSync(join(repo, 'pkg', 'lib', 'hello.txt'))).toBe(false);
+    expect(await git(repo, 'status', '--porcelain')).toBe('');
+    // dump_requests: the shim's full request log sits beside requests.jsonl, one line per request.
+    const full = await readFile(join(app.store.jobDir(record.id), 'requests_full.jsonl'), 'utf8');
+    expect(full.trim().split('\n')).toHaveLength(record.backend?.requests ?? -1);
   });
 
   it('removes the worktree and branch of a worktree job that changed nothing', async () => {

@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { configFile, emulator, refusedPort } from './registry-support.js';
 
 const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
@@ -71,9 +72,11 @@ describe('localagents models', () => {
     });
     const result = await localagents(['models', '--json', '--config', paths.user], {
       LLAMA_KEY: 'sk-cli-secret',
+      LOCALAGENTS_LOG: 'debug',
     });
     expect(result.code).toBe(0);
     expect(result.stdout).not.toContain('sk-cli-secret');
+    expect(result.stderr).not.toContain('sk-cli-secret');
     const json = JSON.parse(result.stdout) as {
       config: { files: string[]; errors: unknown[] };
       endpoints: Record<string, Record<string, unknown>>;
@@ -101,11 +104,24 @@ describe('localagents models', () => {
       metrics: true,
     });
     expect(json.endpoints.laptop).toMatchObject({
+      host: null,
       up: false,
       status: 'refused',
       models: [],
       metrics: false,
     });
+    expect(Object.keys(json.endpoints.laptop ?? {})).toEqual([
+      'base_url',
+      'backend',
+      'host',
+      'up',
+      'status',
+      'error',
+      'models',
+      'context',
+      'metrics',
+      'latency_ms',
+    ]);
     expect(String(json.endpoints.laptop?.error)).toContain('connection refused');
     expect(typeof json.endpoints.laptop?.latency_ms).toBe('number');
     expect(json.models['qwen3.8-27b']).toEqual({
@@ -207,5 +223,26 @@ describe('localagents models', () => {
     };
     expect(json.config.files).toEqual([paths.user, paths.sidecar]);
     expect(json.models.late).toMatchObject({ running: true, served_as: 'late-model' });
+  });
+
+  it('keeps every entry when several processes add models to the sidecar at once', async () => {
+    const paths = await configFile({ endpoints: { first: { base_url: 'http://127.0.0.1:9' } } });
+    const names = Array.from({ length: 6 }, (_, index) => `model-${index}`);
+    const results = await Promise.all(
+      names.map((name) =>
+        localagents(['models', 'add-model', name, '--notes', name, '--config', paths.user]),
+      ),
+    );
+    expect(results.map((result) => result.code)).toEqual(names.map(() => 0));
+    const sidecar = parse(await readFile(paths.sidecar, 'utf8')) as {
+      models: Record<string, { notes: string }>;
+    };
+    expect(Object.keys(sidecar.models).sort()).toEqual(names);
+    expect(
+      Object.values(sidecar.models)
+        .map((entry) => entry.notes)
+        .sort(),
+    ).toEqual(names);
+    expect(await readdir(join(paths.sidecar, '..'))).toEqual(['models.local.yaml', 'models.yaml']);
   });
 });

@@ -1,6 +1,9 @@
+import { writeFile } from 'node:fs/promises';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { stringify } from 'yaml';
+import { createRegistry } from '../../src/registry/registry.js';
 import { waitFor } from '../support/wait.js';
-import { emulator, refusedPort, registryFor } from './registry-support.js';
+import { configFile, emulator, refusedPort, registryFor } from './registry-support.js';
 
 const QWEN = 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL';
 
@@ -36,6 +39,7 @@ describe('Registry.resolve', () => {
       contextSource: 'menu',
       warnings: [],
     });
+    expect((await registry.snapshot()).models[0]).toMatchObject({ running: true, context: 131072 });
   });
 
   it('uses defaults.model, else the first live endpoint serving anything, in config order', async () => {
@@ -54,13 +58,18 @@ describe('Registry.resolve', () => {
     expect(byDefault).toMatchObject({ kind: 'ready', servedId: 'beta' });
   });
 
-  it('narrows the search to the endpoint a menu entry or the request names', async () => {
+  it('narrows the search to the endpoint or host a menu entry or the request names', async () => {
     const one = await emulator({ backend: 'vllm', servedNames: ['same'] });
     const two = await emulator({ backend: 'vllm', servedNames: ['same'] });
     const endpoints = {
-      one: { base_url: one.url, backend: 'vllm' },
-      two: { base_url: two.url, backend: 'vllm' },
+      one: { base_url: one.url, backend: 'vllm', host: 'box-a' },
+      two: { base_url: two.url, backend: 'vllm', host: 'box-b' },
     };
+    const onHost = await registryFor({ endpoints, models: { same: { host: 'box-b' } } });
+    expect(await onHost.resolve({ model: 'same' })).toMatchObject({
+      kind: 'ready',
+      endpoint: { name: 'two' },
+    });
     const pinned = await registryFor({ endpoints, models: { same: { endpoint: 'two' } } });
     expect(await pinned.resolve({ model: 'same' })).toMatchObject({
       kind: 'ready',
@@ -139,9 +148,8 @@ describe('Registry.resolve', () => {
       servedNow: [{ endpoint: 'gpu', models: [QWEN] }],
     });
     expect(resolution.message).toContain(
-      'deepseek-v4-flash is not running anywhere. Ask the user to bring it up. It runs on gpu-server. Notes: vllm needs --enable-auto-tool-choice --tool-call-parser deepseek_v3',
+      'deepseek-v4-flash is not running anywhere. Ask the user to bring it up. Notes: vllm needs --enable-auto-tool-choice --tool-call-parser deepseek_v3. It runs on gpu-server. To start it: ssh gpu-server ./serve-deepseek.sh',
     );
-    expect(resolution.message).toContain('To start it: ssh gpu-server ./serve-deepseek.sh');
     expect(resolution.message).toContain(`Running now: ${QWEN} on gpu.`);
     expect(resolution.message).toContain(`Down: big (connection refused at ${new URL(dead).host}`);
   });
@@ -171,14 +179,18 @@ describe('Registry.resolve', () => {
     expect(JSON.stringify(ready)).not.toContain('sk-x');
   });
 
-  it('answers a broken models.yaml with a config_error instead of throwing', async () => {
-    const registry = await registryFor({ endpoints: { gpu: { base_url: 'not a url' } } });
+  it('answers a broken models.yaml with a config_error until the file is fixed', async () => {
+    const paths = await configFile({ endpoints: { gpu: { base_url: 'not a url' } } });
+    const registry = createRegistry({ paths, env: {} });
     const resolution = await registry.resolve({ model: 'x' });
     expect(resolution.kind).toBe('config_error');
     expect(resolution.kind === 'config_error' && resolution.issues[0]?.path).toBe(
       'endpoints.gpu.base_url',
     );
     expect((await registry.defaults()).max_turns).toBe(60);
+    const emu = await emulator({ backend: 'vllm', servedNames: ['x'] });
+    await writeFile(paths.user, stringify({ endpoints: { gpu: { base_url: emu.url } } }));
+    expect(await registry.resolve({ model: 'x' })).toMatchObject({ kind: 'ready', servedId: 'x' });
   });
 });
 

@@ -66,7 +66,7 @@ describe('probeEndpoint against the vLLM emulator', () => {
     expect(again.error).toMatch(/which answered before: vLLM is possibly loading a model/);
   });
 
-  it('reads running requests from vllm:num_requests_running', async () => {
+  it('reads running and waiting requests and KV usage from the vllm: metrics', async () => {
     const emu = await emulator({ backend: 'vllm', latency: { prefillMsPerToken: 5000 } });
     const controller = new AbortController();
     onTestFinished(() => controller.abort());
@@ -88,6 +88,8 @@ describe('probeEndpoint against the vLLM emulator', () => {
       { what: 'a running request' },
     );
     expect(probe.vllm).toMatchObject({ running: 1, waiting: 0 });
+    expect(probe.vllm?.kvCacheUsage).toBeGreaterThan(0);
+    expect(probe.vllm?.kvCacheUsage).toBeLessThanOrEqual(1);
   });
 
   it('remembers that a vLLM endpoint answered before and calls a later refusal possibly loading', async () => {

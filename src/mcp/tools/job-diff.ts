@@ -6,14 +6,38 @@ import type { McpDeps } from '../server.js';
 import { jobIdInput } from './job-id.js';
 
 const DEFAULT_PAGE_LINES = 400;
+/** A page never exceeds this many characters, whatever its line count: a minified file is one huge line. */
+export const MAX_PAGE_CHARS = 60_000;
+
+/** Lines [offset, end) that fit in maxLines and MAX_PAGE_CHARS; a single longer line is cut, marked, and still counts. */
+export function diffPage(
+  lines: string[],
+  offset: number,
+  maxLines: number,
+): { text: string; end: number } {
+  const page: string[] = [];
+  let chars = 0;
+  let end = offset;
+  while (end < lines.length && page.length < maxLines) {
+    const line = lines[end] ?? '';
+    if (page.length > 0 && chars + line.length + 1 > MAX_PAGE_CHARS) break;
+    const fitted =
+      line.length > MAX_PAGE_CHARS
+        ? `${line.slice(0, MAX_PAGE_CHARS)} … [line cut: ${line.length} characters]`
+        : line;
+    page.push(fitted);
+    chars += fitted.length + 1;
+    end += 1;
+  }
+  return { text: page.join('\n'), end };
+}
 
 export function registerJobDiffTool(server: McpServer, deps: McpDeps): void {
   server.registerTool(
     'job_diff',
     {
       title: 'Worktree diff of a job',
-      description:
-        'The diff of a worktree job against its base commit (new files included), a page at a time: pass next_offset back as offset for the next page. Jobs without a worktree have no diff; look at files_touched instead.',
+      description: `The diff of a worktree job against its base commit (new files included), a page at a time (at most max_lines lines and ${MAX_PAGE_CHARS} characters): pass next_offset back as offset for the next page. Jobs without a worktree have no diff; look at files_touched instead.`,
       inputSchema: {
         job_id: jobIdInput,
         offset: z.number().int().min(0).optional().describe('First line of the page (default 0)'),
@@ -47,7 +71,7 @@ export function registerJobDiffTool(server: McpServer, deps: McpDeps): void {
         const lines = (await computeDiff(worktree.path, worktree.base_commit)).split('\n');
         if (lines.at(-1) === '') lines.pop();
         const offset = args.offset ?? 0;
-        const end = Math.min(lines.length, offset + (args.max_lines ?? DEFAULT_PAGE_LINES));
+        const { text, end } = diffPage(lines, offset, args.max_lines ?? DEFAULT_PAGE_LINES);
         return jsonResult({
           id: record.id,
           status: record.status,
@@ -58,7 +82,7 @@ export function registerJobDiffTool(server: McpServer, deps: McpDeps): void {
           total_lines: lines.length,
           offset,
           next_offset: end < lines.length ? end : null,
-          diff: lines.slice(offset, end).join('\n'),
+          diff: text,
         });
       }),
   );

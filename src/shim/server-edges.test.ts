@@ -1,0 +1,214 @@
+import { readFile } from 'node:fs/promises';
+import { createServer, type RequestListener } from 'node:http';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { tempDir } from '../../test/support/temp-dir.js';
+import { waitFor } from '../../test/support/wait.js';
+import { startEmulator, type Emulator, type EmulatorOptions } from '../emulator/emulator.js';
+import type { RequestLogLine } from './log.js';
+import { createShim, type RouteConfig, type ShimRoute } from './server.js';
+
+const cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of cleanup.splice(0).reverse()) await close();
+});
+
+async function routeTo(backendUrl: string, config: Partial<RouteConfig> = {}) {
+  const shim = await createShim();
+  cleanup.push(() => shim.close());
+  const logDir = await tempDir();
+  const route = shim.addRoute({
+    backendUrl,
+    backend: 'llama.cpp',
+    servedId: 'qwen-test',
+    logDir,
+    ...config,
+  });
+  return { route, logDir };
+}
+
+async function withEmulator(options: EmulatorOptions = {}, config: Partial<RouteConfig> = {}) {
+  const emu = await startEmulator({ nCtx: 65536, ...options });
+  cleanup.push(() => emu.close());
+  return { emu, ...(await routeTo(emu.url, config)) };
+}
+
+/** A hand-written backend for answers the emulator does not give (timed errors, a vLLM without count_tokens). */
+async function fakeBackend(handler: RequestListener) {
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanup.push(
+    () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return `http://127.0.0.1:${address.port}`;
+}
+
+const body = (extra: Record<string, unknown> = {}): string =>
+  JSON.stringify({
+    model: 'qwen-test',
+    max_tokens: 64,
+    stream: true,
+    messages: [{ role: 'user', content: 'Say hi.' }],
+    ...extra,
+  });
+
+async function post(route: ShimRoute, text: string, signal?: AbortSignal) {
+  return fetch(`${route.baseUrl}/v1/messages?beta=true`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': 'x' },
+    body: text,
+    ...(signal ? { signal } : {}),
+  });
+}
+
+async function logLines(route: ShimRoute, logDir: string): Promise<RequestLogLine[]> {
+  await route.close();
+  return (await readFile(join(logDir, 'requests.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as RequestLogLine);
+}
+
+async function slotsBusy(emu: Emulator): Promise<boolean> {
+  const slots = (await (await fetch(`${emu.url}/slots`)).json()) as Array<{
+    is_processing: boolean;
+  }>;
+  return slots.some((slot) => slot.is_processing);
+}
+
+describe('createShim keepalive and pre-first-byte errors', () => {
+  it('sends event: ping during a silent prefill, before the first event', async () => {
+    const { emu, route, logDir } = await withEmulator({}, { keepaliveMs: 30 });
+    // Headers out, then nothing: what llama.cpp and vLLM do while they process a long prompt.
+    emu.injectFaults([{ kind: 'stall', afterEvents: 0, ms: 250 }]);
+    const response = await post(route, body());
+    const text = await response.text();
+    expect(response.status).toBe(200);
+    expect(text.startsWith('event: ping\ndata: {"type": "ping"}\n\n')).toBe(true);
+    expect(text.indexOf('event: ping')).toBeLessThan(text.indexOf('event: message_start'));
+    expect(text).toContain('event: message_stop');
+    const [line] = await logLines(route, logDir);
+    expect(line?.rewrites).toContain('keepalive_ping');
+    expect(line?.ttfb_ms).toBeLessThan(line?.ms ?? 0);
+  });
+
+  it('keeps an overflow the backend reports after a long silence an HTTP 400, with no ping before it', async () => {
+    const url = await fakeBackend((req, res) => {
+      req.resume();
+      // Silent for many keepalive periods before the backend's answer head.
+      setTimeout(() => {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            error: {
+              code: 400,
+              message: 'request (9011 tokens) exceeds the available context size (8192 tokens)',
+              type: 'exceed_context_size_error',
+              n_prompt_tokens: 9011,
+              n_ctx: 8192,
+            },
+          }),
+        );
+      }, 200);
+    });
+    const { route } = await routeTo(url, { keepaliveMs: 20 });
+    const response = await post(route, body());
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({
+      type: 'error',
+      error: {
+        type: 'invalid_request_error',
+        message: 'prompt is too long: 9011 tokens > 8192 maximum',
+      },
+    });
+  });
+});
+
+describe('createShim client disconnects', () => {
+  it('frees the backend slot when the client leaves during a silent prefill, before any byte', async () => {
+    const { emu, route, logDir } = await withEmulator();
+    emu.injectFaults([{ kind: 'stall', afterEvents: 0, ms: 30_000 }]);
+    const controller = new AbortController();
+    // The shim holds the head until the first event, so this fetch only settles by the abort.
+    const pending = post(route, body(), controller.signal).catch((error: unknown) => error);
+    await waitFor(() => slotsBusy(emu), { what: 'the emulator slot to be taken' });
+    controller.abort();
+    expect(await pending).toBeInstanceOf(Error);
+    await waitFor(async () => !(await slotsBusy(emu)), { what: 'the slot to be released' });
+    await waitFor(() => route.stats().requests === 1, { what: 'the request to be logged' });
+    const [line] = await logLines(route, logDir);
+    expect(line).toMatchObject({ aborted: true, status: 499, upstream_status: 200 });
+  });
+});
+
+const AT_LEAST = (prompt: number) =>
+  JSON.stringify({
+    type: 'error',
+    error: {
+      type: 'BadRequestError',
+      message: `This model's maximum context length is 65536 tokens. However, you requested 32000 output tokens and your prompt contains at least ${prompt} input tokens, for a total of at least ${prompt + 32000} tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=${prompt})`,
+    },
+  });
+
+describe('createShim vLLM clamp-and-retry', () => {
+  it.each([
+    // The lower bound leaves room: one clamped retry, which fails too, and no third attempt.
+    [33537, 2, 'prompt is too long: 65537 tokens > 65536 maximum'],
+    // The lower bound alone fills the window: no retry at all.
+    [70001, 1, 'prompt is too long: 70001 tokens > 65536 maximum'],
+  ])(
+    'answers "at least %i" without count_tokens with %i attempt(s), then prompt is too long, noting the lower bound',
+    async (prompt, attempts, message) => {
+      const seen: Array<{ path: string; body: string }> = [];
+      const url = await fakeBackend((req, res) => {
+        let text = '';
+        req.setEncoding('utf8');
+        req.on('data', (chunk: string) => (text += chunk));
+        req.on('end', () => {
+          seen.push({ path: req.url ?? '', body: text });
+          const isCount = req.url?.includes('count_tokens') === true;
+          res.writeHead(isCount ? 404 : 400, { 'content-type': 'application/json' });
+          res.end(isCount ? '{"detail":"Not Found"}' : AT_LEAST(prompt));
+        });
+      });
+      const { route, logDir } = await routeTo(url, { backend: 'vllm', servedId: 'qwen3-coder' });
+      const response = await post(route, body({ model: 'qwen3-coder', max_tokens: 32000 }));
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual({
+        type: 'error',
+        error: { type: 'invalid_request_error', message },
+      });
+      const messages = seen.filter((r) => !r.path.includes('count_tokens'));
+      expect(messages).toHaveLength(attempts);
+      if (attempts === 2)
+        expect(JSON.parse(messages[1]?.body ?? '{}')).toMatchObject({ max_tokens: 31999 });
+      const [line] = await logLines(route, logDir);
+      expect(line?.error).toMatchObject({ translated: message, lower_bound: true });
+      expect(line?.error?.original).toContain(`at least ${prompt} input tokens`);
+      expect(line?.rewrites.includes('retry_clamped')).toBe(attempts === 2);
+    },
+  );
+});
+
+describe('requests.jsonl', () => {
+  it('has exactly the fields docs/shim.md documents', async () => {
+    const { route, logDir } = await withEmulator();
+    expect((await post(route, body())).status).toBe(200);
+    const [line] = await logLines(route, logDir);
+    const docs = await readFile(new URL('../../docs/shim.md', import.meta.url), 'utf8');
+    const section = docs.slice(
+      docs.indexOf('## Request log'),
+      docs.indexOf('**Prefix stability**'),
+    );
+    const documented = [...section.matchAll(/^\| ((?:`[a-z_]+`(?:, )?)+) \|/gm)].flatMap((m) =>
+      [...(m[1] ?? '').matchAll(/`([a-z_]+)`/g)].map((name) => name[1]),
+    );
+    expect(documented.sort()).toEqual(Object.keys(line ?? {}).sort());
+  });
+});
