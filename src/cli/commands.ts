@@ -27,11 +27,12 @@ Options:
   --parallel N               slots like --parallel (default: 4, unified KV)
   --kv-unified               share the KV cells between slots
   --metrics                  enable /metrics (llama.cpp: 501 without it; vLLM always has it)
+  --no-slots                 llama.cpp: disable /slots (501) like llama-server --no-slots
   --api-key K                require the key on guarded routes
   --strict-template          reject mid-conversation system messages (default on for llama.cpp)
   --no-strict-template       accept them
   --served-name NAME         model id (repeatable for vLLM; llama.cpp: --alias)
-  --no-tool-choice           vLLM: answer 400 to tool requests like a server without --enable-auto-tool-choice
+  --enable-auto-tool-choice  vLLM: accept tool requests (without it, like vLLM, they get a 400)
   --lora NAME[=BASE]         vLLM: list a LoRA card (repeatable)
   --old-context-wording      vLLM: the older "'max_tokens' … is too large" 400 wording
   --script FILE              JSON or YAML list of turns the scripted model plays
@@ -48,7 +49,7 @@ Options:
     name: 'models',
     summary: 'endpoints up/down, served ids, windows, slots, and which menu entries run where',
     usage: `localagents models [--json] [--config F]
-localagents models add-endpoint NAME --base-url URL [--backend llama.cpp|vllm|other] [--host H] [--notes T] [--api-key-env VAR]
+localagents models add-endpoint NAME --base-url URL [--backend llama.cpp|vllm|other] [--host H] [--notes T] [--api-key-env VAR] [--env NAME=VALUE …]
 localagents models add-model NAME [--notes T] [--host H] [--served-name ID|GLOB] [--endpoint E] [--context N] [--bring-up T]
 
 Probes every endpoint in models.yaml (in parallel, each within probe_timeout_s) and prints what is up,
@@ -81,7 +82,7 @@ Options:
   --port N               port, 0 picks a free one (default 0)
   --log-dir D            where requests.jsonl goes (default: <state dir>/proxy)
   --dump-requests        also write requests_full.jsonl (bodies as forwarded, keys redacted)
-  --keepalive-s N        ping an open stream after N s of backend silence (default 15)
+  --keepalive-s N        ping an open stream after N s of backend silence (default 15; 0: never)
   --probe-timeout-s N    how long the --base-url probe may take (default 5)
   --config F             the user models.yaml, for --endpoint
   -h, --help             this help`,

@@ -3,6 +3,7 @@
  * reply, then a JSON body or a progressively written SSE stream. Client aborts stop generation and
  * free the slot; nothing here blocks the event loop (pacing uses timers only when a knob is set).
  */
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import {
   LLAMA_KV_EXHAUSTED,
@@ -20,6 +21,8 @@ import { isThinkingEnabled } from './render.js';
 import { chooseReply } from './script.js';
 import { errorEventText, pause, playStream } from './sse.js';
 import type { EmulatorState, RecordedRequest } from './state.js';
+
+const uuidHex = (): string => randomUUID().replaceAll('-', '');
 
 export interface CompletionRequest {
   body: Record<string, unknown>;
@@ -131,11 +134,12 @@ export async function runCompletion(
     {
       maxOutputTokens: Math.min(request.maxTokens, room),
       thinking,
-      toolIdPrefix: dialect === 'vllm' ? 'chatcmpl-tool-' : '',
+      toolId: () => (dialect === 'vllm' ? `chatcmpl-tool-${uuidHex()}` : randomId()),
     },
   );
   const info: MessageInfo = {
-    id: dialect === 'vllm' ? `chatcmpl-${randomId(32).toLowerCase()}` : `chatcmpl-${randomId()}`,
+    // vLLM: `chatcmpl-{random_uuid()}` (uuid4 hex); llama.cpp: 32 alphanumerics.
+    id: dialect === 'vllm' ? `chatcmpl-${uuidHex()}` : `chatcmpl-${randomId()}`,
     model: request.model,
     promptTokens,
     cachedTokens: lease.cachedTokens,

@@ -35,13 +35,18 @@ export interface EmulatorOptions {
   kvUnified?: boolean;
   /** llama: /metrics answers 501 unless true; vllm: always on. */
   metrics?: boolean;
+  /** llama: false is llama-server's `--no-slots` (/slots answers 501); default true; vllm: ignored. */
+  slots?: boolean;
   apiKey?: string;
   /** Default true for llama.cpp, false for vllm. */
   strictTemplate?: boolean;
   /** llama: --alias (id = smallest); vllm: served names (default ['qwen3-coder']). */
   servedNames?: string[];
   loras?: { name: string; base?: string }[];
-  /** vllm: default true; false → 400 on requests with tools. */
+  /**
+   * vllm: `--enable-auto-tool-choice` (with a tool parser). Default false, like vLLM: every request
+   * with `tools` (all of Claude Code's) gets the 400 "auto" tool choice error.
+   */
   toolChoice?: boolean;
   /** vllm: wording of the prompt + max_tokens > max_model_len 400 (default 'at-least'). */
   vllmContextWording?: 'at-least' | 'too-large';
@@ -84,12 +89,13 @@ function resolveState(options: EmulatorOptions): EmulatorState {
     backend,
     window: window.nCtxSlot,
     metrics: backend === 'vllm' || options.metrics === true,
+    slotsEndpoint: options.slots ?? true,
     apiKey: options.apiKey,
     strictTemplate: options.strictTemplate ?? backend === 'llama.cpp',
     identity: llamaIdentity(backend === 'llama.cpp' ? options.servedNames : undefined, nCtxTrain),
     servedNames,
     loras: options.loras ?? [],
-    toolChoice: options.toolChoice ?? true,
+    toolChoice: options.toolChoice ?? false,
     vllmContextWording: options.vllmContextWording ?? 'at-least',
     latency: {
       prefillMsPerToken: options.latency?.prefillMsPerToken ?? 0,

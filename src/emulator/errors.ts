@@ -33,6 +33,12 @@ export const LLAMA_METRICS_OFF = llamaError(
   'This server does not support metrics endpoint. Start it with `--metrics`',
   'not_supported_error',
 );
+// backends.md §2.11: the handler's error (code, message, type order), like the /metrics one.
+export const LLAMA_SLOTS_OFF = llamaError(
+  501,
+  'This server does not support slots endpoint. Start it with `--slots`',
+  'not_supported_error',
+);
 export const LLAMA_NO_SLOT = llamaError(503, 'no slot available', 'unavailable_error');
 export const LLAMA_KV_EXHAUSTED = llamaError(
   500,

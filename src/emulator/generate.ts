@@ -23,7 +23,8 @@ export interface GenerateLimits {
   maxOutputTokens: number;
   /** With thinking off (chat_template_kwargs) the model writes no thinking block. */
   thinking: boolean;
-  toolIdPrefix?: string;
+  /** A new tool_use id (llama.cpp: 32 alphanumerics; vLLM: `chatcmpl-tool-` + uuid hex). */
+  toolId?: () => string;
 }
 
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -68,7 +69,7 @@ export function generate(reply: ScriptedReply, limits: GenerateLimits): Generati
     }
     budget -= cost;
     calls += 1;
-    const id = `${limits.toolIdPrefix ?? ''}${randomId()}`;
+    const id = limits.toolId?.() ?? randomId();
     blocks.push({ kind: 'tool_use', id, name: call.name, input: call.input, tokens: cost });
   }
   const outputTokens = Math.max(0, limits.maxOutputTokens) - budget;

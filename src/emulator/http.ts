@@ -2,16 +2,28 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dialect } from './message-format.js';
 
-export function llamaHeaders(status: number): Record<string, string> {
-  return {
-    ...(status < 400 ? { 'Keep-Alive': 'timeout=5, max=100' } : { Connection: 'close' }),
-    Server: 'llama.cpp',
-    'Access-Control-Allow-Origin': '',
-  };
+/**
+ * cpp-httplib's headers: errors close the connection; successes advertise Keep-Alive, unless the
+ * client asked for `Connection: close` (A49: then only `Connection: close`, which node:http adds).
+ */
+export function llamaHeaders(status: number, keepAlive: boolean): Record<string, string> {
+  const connection: Record<string, string> =
+    status >= 400
+      ? { Connection: 'close' }
+      : keepAlive
+        ? { 'Keep-Alive': 'timeout=5, max=100' }
+        : {};
+  return { ...connection, Server: 'llama.cpp', 'Access-Control-Allow-Origin': '' };
 }
 
-function baseHeaders(dialect: Dialect, status: number): Record<string, string> {
-  return dialect === 'llama.cpp' ? llamaHeaders(status) : { server: 'uvicorn' };
+function baseHeaders(
+  res: ServerResponse,
+  dialect: Dialect,
+  status: number,
+): Record<string, string> {
+  return dialect === 'llama.cpp'
+    ? llamaHeaders(status, res.shouldKeepAlive)
+    : { server: 'uvicorn' };
 }
 
 export function sendJson(
@@ -25,7 +37,7 @@ export function sendJson(
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   const type = dialect === 'llama.cpp' ? 'application/json; charset=utf-8' : 'application/json';
   res.writeHead(status, {
-    ...baseHeaders(dialect, status),
+    ...baseHeaders(res, dialect, status),
     'Content-Type': type,
     'Content-Length': String(Buffer.byteLength(text)),
   });
@@ -41,7 +53,7 @@ export function sendText(
 ): void {
   if (res.headersSent || res.destroyed) return;
   res.writeHead(status, {
-    ...baseHeaders(dialect, status),
+    ...baseHeaders(res, dialect, status),
     ...headers,
     'Content-Length': String(Buffer.byteLength(text)),
   });
@@ -51,7 +63,7 @@ export function sendText(
 export function startSse(res: ServerResponse, dialect: Dialect): void {
   const type = dialect === 'llama.cpp' ? 'text/event-stream' : 'text/event-stream; charset=utf-8';
   const extra = dialect === 'llama.cpp' ? { 'X-Accel-Buffering': 'no' } : {};
-  res.writeHead(200, { ...baseHeaders(dialect, 200), ...extra, 'Content-Type': type });
+  res.writeHead(200, { ...baseHeaders(res, dialect, 200), ...extra, 'Content-Type': type });
   res.flushHeaders();
 }
 

@@ -142,7 +142,11 @@ export function samplingParams(task?: {
 const CHAT_TEMPLATE =
   "{%- if not messages %}\n    {{- raise_exception('No messages provided.') }}\n{%- endif %}\n{#- Qwen3.5 chat template (abridged by the localagents emulator) #}\n";
 
-export function llamaPropsBody(identity: LlamaIdentity, pool: SlotPool, metrics: boolean): unknown {
+export function llamaPropsBody(
+  identity: LlamaIdentity,
+  pool: SlotPool,
+  endpoints: { slots: boolean; metrics: boolean },
+): unknown {
   return {
     default_generation_settings: { params: samplingParams(), n_ctx: pool.window.nCtxSlot },
     total_slots: pool.window.slots,
@@ -151,9 +155,9 @@ export function llamaPropsBody(identity: LlamaIdentity, pool: SlotPool, metrics:
     model_path: identity.modelPath,
     modalities: { vision: false, video: false, audio: false },
     media_marker: '<__media_emulatoremulatoremulatoremulato__>',
-    endpoint_slots: true,
+    endpoint_slots: endpoints.slots,
     endpoint_props: false,
-    endpoint_metrics: metrics,
+    endpoint_metrics: endpoints.metrics,
     ui: true,
     ui_settings: {},
     chat_template: CHAT_TEMPLATE,

@@ -1,6 +1,7 @@
 /**
  * llama-server b10108's HTTP surface: readiness (503 on every route while loading), the API-key
- * middleware (public: /health, /v1/health, /models, /v1/models), probe endpoints and the
+ * middleware (public: /health, /v1/health, /models, /v1/models), probe endpoints (/metrics and
+ * /slots answer 501 when switched off, as with no `--metrics` / with `--no-slots`) and the
  * Anthropic routes, with llama.cpp's error bodies and status codes (malformed JSON → 500, …).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -12,6 +13,7 @@ import {
   LLAMA_METRICS_OFF,
   LLAMA_NOT_FOUND,
   LLAMA_NO_SLOT,
+  LLAMA_SLOTS_OFF,
   llamaContextError,
   llamaErrorForStatus,
   llamaParseError,
@@ -172,9 +174,13 @@ export async function handleLlamaRequest(
         res,
         'llama.cpp',
         200,
-        llamaPropsBody(state.identity, state.pool, state.metrics),
+        llamaPropsBody(state.identity, state.pool, {
+          slots: state.slotsEndpoint,
+          metrics: state.metrics,
+        }),
       );
     case 'GET /slots': {
+      if (!state.slotsEndpoint) return sendJson(res, 'llama.cpp', 501, LLAMA_SLOTS_OFF);
       const failOnNoSlot = url.searchParams.get('fail_on_no_slot');
       if (failOnNoSlot && failOnNoSlot !== '0' && state.pool.busy() === state.pool.slots.length) {
         return sendJson(res, 'llama.cpp', 503, LLAMA_NO_SLOT);

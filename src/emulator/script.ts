@@ -109,8 +109,12 @@ function requestTexts(body: Record<string, unknown>): string[] {
   return [contentText(body.system), ...messagesOf(body).map((m) => contentText(m.content))];
 }
 
+// Claude Code's reminders, and the <system> blocks the shim folds into a user turn, are not the task.
 function stripReminders(text: string): string {
-  return text.replace(/<system-reminder>[\s\S]*?<\/system-reminder>/g, '').trim();
+  return text
+    .replace(/<system-reminder>[\s\S]*?<\/system-reminder>/g, '')
+    .replace(/<system>[\s\S]*?<\/system>/g, '')
+    .trim();
 }
 
 interface ScriptVars {

@@ -1,6 +1,7 @@
 /**
- * Progressive SSE playback: events go out as they are "generated", paced by the decode-speed knob
- * (timers only when a knob is set; at speed 0 everything is written at once), with the stream faults
+ * Progressive SSE playback: events go out as they are "generated", one HTTP chunk per token as
+ * llama-server writes them, paced by the decode-speed knob (timers only when a knob is set; at
+ * speed 0 the chunks are written back to back), with the stream faults
  * (drop / sse_error / stall after K events) and a mid-stream failure (unified KV exhausted) applied.
  */
 import type { ServerResponse } from 'node:http';
@@ -74,14 +75,15 @@ export async function playStream(
       return decoded;
     }
     const wait = index === 0 ? plan.prefillMs : event.tokens * plan.msPerToken;
-    if (wait > 0) {
-      flush();
-      if (!(await pause(wait, signal))) return decoded;
-    }
+    if (wait > 0 && !(await pause(wait, signal))) return decoded;
     if (signal.aborted || res.destroyed) return decoded;
     decoded += event.tokens;
     plan.onDecoded(decoded);
     pending += formatSse(event);
+    // llama-server writes one chunk per generated token, holding what that token produced: the
+    // first also carries message_start and the block start, a later one the next block's start;
+    // the closing events follow in one last chunk (A49's raw socket capture).
+    if (event.tokens > 0) flush();
   }
   flush();
   res.end();

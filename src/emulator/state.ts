@@ -30,11 +30,14 @@ export interface EmulatorState {
   /** llama: per-slot window; vLLM: max_model_len. */
   window: number;
   metrics: boolean;
+  /** llama: /slots answers (false = `--no-slots`: 501, and /props says endpoint_slots false). */
+  slotsEndpoint: boolean;
   apiKey: string | undefined;
   strictTemplate: boolean;
   identity: LlamaIdentity;
   servedNames: string[];
   loras: { name: string; base?: string }[];
+  /** vLLM: started with --enable-auto-tool-choice (else tool requests get 400). */
   toolChoice: boolean;
   vllmContextWording: 'at-least' | 'too-large';
   latency: Latency;

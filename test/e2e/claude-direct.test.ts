@@ -40,6 +40,40 @@ async function runClaude(emulator: Emulator, cwd: string, prompt: string): Promi
   return { result, thrown };
 }
 
+interface Block {
+  type?: unknown;
+  id?: unknown;
+  name?: unknown;
+  tool_use_id?: unknown;
+  content?: unknown;
+  is_error?: unknown;
+}
+
+function blocksOf(content: unknown): Block[] {
+  return Array.isArray(content) ? (content as Block[]) : [];
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  return blocksOf(content)
+    .map((block) => ((block as { text?: unknown }).text as string | undefined) ?? '')
+    .join('');
+}
+
+/** The result Claude Code sent back for the Bash call of the assistant turn before it, if any. */
+function bashResult(body: unknown): { text: string; isError: boolean } | undefined {
+  const messages = (body as { messages?: { role: string; content: unknown }[] }).messages ?? [];
+  const call = messages
+    .filter((message) => message.role === 'assistant')
+    .flatMap((message) => blocksOf(message.content))
+    .find((block) => block.type === 'tool_use' && block.name === 'Bash');
+  const result = blocksOf(messages.at(-1)?.content).find(
+    (block) => block.type === 'tool_result' && block.tool_use_id === call?.id,
+  );
+  if (!call || !result) return undefined;
+  return { text: textOf(result.content), isError: result.is_error === true };
+}
+
 describe('claude pointed straight at the emulator', () => {
   let emulator: Emulator | undefined;
   afterEach(async () => {
@@ -63,6 +97,11 @@ describe('claude pointed straight at the emulator', () => {
     expect(messages.map((r) => r.status)).toEqual([200, 200, 200]);
     // The later turns extend the first prompt, so the slot's prefix cache serves most of it.
     expect(messages[2]?.cachedTokens).toBeGreaterThan((messages[1]?.promptTokens ?? 0) / 2);
+    // The Bash call really ran: its tool_result carries the file's content (a denied or failed
+    // call would come back as is_error with a refusal instead).
+    const bash = bashResult(messages[2]?.body);
+    expect(bash).toMatchObject({ isError: false });
+    expect(bash?.text).toContain('hello from the local model');
   });
 
   it('fails with the captured template error when the strict Qwen template sees the system message', async () => {

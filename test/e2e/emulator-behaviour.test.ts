@@ -4,9 +4,16 @@ import { PassThrough } from 'node:stream';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { runEmulate } from '../../src/cli/emulate.js';
 import { loadScript, startEmulator, type EmulatorOptions } from '../../src/emulator/emulator.js';
-import { parseSse } from '../support/llama-fixtures.js';
+import { loadLlamaFixtures, parseSse, responseHeader } from '../support/llama-fixtures.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
+
+/** One capture of ../shared/fixtures/llama.cpp by its case id (Z01 …). */
+function capturedCase(id: string) {
+  const fixture = loadLlamaFixtures().find((f) => f.file.startsWith(`${id}-`));
+  if (!fixture) throw new Error(`fixture ${id} is missing`);
+  return fixture;
+}
 
 async function emulator(options: EmulatorOptions = {}) {
   const emu = await startEmulator(options);
@@ -226,10 +233,68 @@ describe('KV-prefix accounting and slots', () => {
 
 describe('loading and keys', () => {
   it('answers 503 Loading model on every route until loading ends (llama.cpp)', async () => {
-    const emu = await emulator({ loadingMs: 60_000 });
-    expect((await fetch(`${emu.url}/health`)).status).toBe(503);
+    const emu = await emulator({ loadingMs: 60_000, metrics: true });
+    // Z01's captured body, byte for byte (the HTTP layer's key order message, type, code).
+    const captured = capturedCase('Z01');
+    const expected = JSON.stringify(captured.response.body);
+    const routes: [string, string][] = [
+      ['GET', '/health'],
+      ['GET', '/v1/models'],
+      ['GET', '/props'],
+      ['GET', '/slots'],
+      ['GET', '/metrics'],
+      ['POST', '/v1/messages'],
+      ['POST', '/v1/messages/count_tokens'],
+    ];
+    for (const [method, path] of routes) {
+      const response = await fetch(`${emu.url}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        ...(method === 'POST' ? { body: body('hi') } : {}),
+      });
+      const answer = [
+        response.status,
+        response.headers.get('content-length'),
+        await response.text(),
+      ];
+      expect(answer, `${method} ${path}`).toEqual([
+        captured.response.status,
+        responseHeader(captured, 'content-length'),
+        expected,
+      ]);
+    }
     emu.setLoading(false);
     expect(await getJson(emu.url, '/health')).toEqual({ status: 'ok' });
+    expect((await post(emu.url, body('hi'))).status).toBe(200);
+  });
+
+  it('answers /metrics with 501 not_supported_error without --metrics (llama.cpp)', async () => {
+    const emu = await emulator({ nCtx: 16384, parallel: 2 });
+    const response = await fetch(`${emu.url}/metrics`);
+    expect(response.status).toBe(501);
+    expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    // No capture has /metrics switched off; the body is the one backends.md §2.11 quotes from
+    // server-context.cpp, in the handler's key order (code, message, type).
+    expect(await response.text()).toBe(
+      '{"error":{"code":501,"message":"This server does not support metrics endpoint. Start it with `--metrics`","type":"not_supported_error"}}',
+    );
+    const props = (await getJson(emu.url, '/props')) as Record<string, unknown>;
+    expect([props.endpoint_metrics, props.endpoint_slots]).toEqual([false, true]);
+  });
+
+  it('answers /slots with 501 not_supported_error with --no-slots, after the key check (llama.cpp)', async () => {
+    const emu = await emulator({ nCtx: 16384, parallel: 2, slots: false, apiKey: 'k' });
+    expect((await fetch(`${emu.url}/slots`)).status).toBe(401);
+    const response = await fetch(`${emu.url}/slots`, { headers: { 'x-api-key': 'k' } });
+    expect(response.status).toBe(501);
+    // backends.md §2.11 (server-context.cpp), same layout as the /metrics one; not captured.
+    expect(await response.text()).toBe(
+      '{"error":{"code":501,"message":"This server does not support slots endpoint. Start it with `--slots`","type":"not_supported_error"}}',
+    );
+    const props = (await (
+      await fetch(`${emu.url}/props`, { headers: { 'x-api-key': 'k' } })
+    ).json()) as Record<string, unknown>;
+    expect([props.endpoint_slots, props.total_slots]).toEqual([false, 2]);
   });
 
   it('refuses connections while loading and listens afterwards (vLLM)', async () => {
@@ -311,6 +376,38 @@ describe('scripts and the CLI', () => {
     const tools = [{ name: 'Bash', description: 'run', input_schema: { type: 'object' } }];
     const reply = (await (await post(url, body('go', { tools }))).json()) as { content: unknown };
     expect(reply.content).toEqual([{ type: 'text', text: 'scripted' }]);
+    controller.abort();
+    expect(await exit).toBe(0);
+  });
+
+  it.each([
+    [['--no-slots'], '/slots', 501],
+    [['--backend', 'vllm', '--enable-auto-tool-choice'], '/v1/messages', 200],
+    [['--backend', 'vllm'], '/v1/messages', 400],
+  ])('maps %j to the emulator option (%s → %i)', async (flags, path, status) => {
+    const stdout = new PassThrough();
+    const controller = new AbortController();
+    const exit = runEmulate({
+      args: ['--port', '0', ...flags],
+      stdout,
+      stderr: new PassThrough(),
+      env: {},
+      cwd: process.cwd(),
+      signal: controller.signal,
+    });
+    onTestFinished(() => controller.abort());
+    const url = await new Promise<string>((resolve) =>
+      stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())),
+    );
+    const tools = [{ name: 'Bash', description: 'run', input_schema: { type: 'object' } }];
+    const response =
+      path === '/slots'
+        ? await fetch(`${url}/slots`)
+        : await post(
+            url,
+            JSON.stringify({ ...JSON.parse(body('go', { tools })), model: 'qwen3-coder' }),
+          );
+    expect(response.status).toBe(status);
     controller.abort();
     expect(await exit).toBe(0);
   });

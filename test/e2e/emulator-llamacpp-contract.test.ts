@@ -11,8 +11,10 @@ import {
   type EmulatorOptions,
   type Fault,
 } from '../../src/emulator/emulator.js';
+import { EXCHANGE_FILES, RAW_CAPTURES } from '../support/llama-exchanges.js';
 import {
   LLAMA_STREAM,
+  listFixtureFiles,
   loadLlamaFixtures,
   parseSse,
   reconstructBody,
@@ -65,6 +67,21 @@ const APPROXIMATE: Record<string, string> = {
   A45: 'the scripted reply ends (end_turn) long before the 4096-token default',
   K01: 'the think model closed </think> by chance; the emulator writes thinking until max_tokens',
   K02: 'the think model closed </think> by chance; the emulator writes thinking until max_tokens',
+};
+
+/**
+ * Files of the fixtures folder that no test replays. The raw socket pairs and the Claude Code
+ * exchanges are replayed by emulator-llamacpp-replay.test.ts, the tool_use captures' framing also by
+ * emulator-llamacpp-tools.test.ts, each `.sse` here with its `.json`.
+ */
+const NOT_REPLAYED: Record<string, string> = {
+  'README.md': 'the description of the captures and the findings, not an exchange',
+  'llama-server-help.txt':
+    "`llama-server --help` of b10108: where the emulator's flag names come from (--metrics, --no-slots, --parallel …)",
+  'claude-code-direct.txt':
+    'the session log behind claude-code-direct-exchanges.json, which is replayed',
+  'claude-code-folded.txt':
+    'the session log behind claude-code-folded-exchanges.json, which is replayed',
 };
 
 interface Scenario {
@@ -403,4 +420,24 @@ describe('llama.cpp personality against the b10108 captures', () => {
       }
     },
   );
+});
+
+describe('fixture coverage', () => {
+  it('replays every file of ../shared/fixtures/llama.cpp or lists why not', () => {
+    const files = listFixtureFiles();
+    const loaded = new Set(FIXTURES.map((fixture) => fixture.file));
+    const elsewhere = new Set<string>([
+      ...RAW_CAPTURES.flatMap((name) => [`${name}.request.txt`, `${name}.raw.txt`]),
+      ...EXCHANGE_FILES,
+    ]);
+    const companion = (file: string): boolean =>
+      file.endsWith('.sse') && loaded.has(file.replace(/\.sse$/, '.json'));
+    const unaccounted = files.filter(
+      (file) =>
+        !loaded.has(file) && !elsewhere.has(file) && !companion(file) && !(file in NOT_REPLAYED),
+    );
+    expect(unaccounted).toEqual([]);
+    const stale = [...elsewhere, ...Object.keys(NOT_REPLAYED)].filter((f) => !files.includes(f));
+    expect(stale).toEqual([]);
+  });
 });

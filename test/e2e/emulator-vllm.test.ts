@@ -151,9 +151,10 @@ describe('vLLM personality', () => {
     if (status === 401) expect(await response.json()).toEqual({ error: 'Unauthorized' });
   });
 
-  it('answers 400 to tool requests when auto tool choice is not enabled', async () => {
-    const emu = await vllm({ toolChoice: false });
-    const response = await fetch(`${emu.url}/v1/messages`, request({ tools }));
+  it('answers 400 to tool requests by default, like vLLM without --enable-auto-tool-choice', async () => {
+    const emu = await vllm();
+    const response = await fetch(`${emu.url}/v1/messages`, request({ tools, stream: true }));
+    expect(response.status).toBe(400);
     expect(await response.json()).toEqual({
       type: 'error',
       error: {
@@ -166,11 +167,20 @@ describe('vLLM personality', () => {
 
   it('streams each block start, deltas and stop before the next block, with input {} on tool_use', async () => {
     const emu = await vllm({
+      toolChoice: true,
       script: [{ text: 'Writing.', toolCalls: [{ name: 'Write', input: { file_path: 'a' } }] }],
     });
     const response = await fetch(`${emu.url}/v1/messages`, request({ tools, stream: true }));
     expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
-    const events = parseSse(await response.text());
+    const text = await response.text();
+    const events = parseSse(text);
+    // Key order as pydantic serialises the events (§1.12): content_block before index.
+    expect(text).toMatch(
+      /\ndata: \{"type":"content_block_start","content_block":\{"type":"tool_use","id":"chatcmpl-tool-[0-9a-f]{32}","name":"Write","input":\{\}\},"index":1\}\n/,
+    );
+    expect(text).toContain(
+      '\ndata: {"type":"content_block_delta","delta":{"type":"input_json_delta","partial_json":"{\\"file_path\\":\\"a\\"}"},"index":1}\n',
+    );
     expect(events.map((e) => e.event).join(' ')).toMatch(
       /^message_start content_block_start( content_block_delta)+ content_block_stop content_block_start content_block_delta content_block_stop message_delta message_stop$/,
     );
@@ -187,7 +197,7 @@ describe('vLLM personality', () => {
       },
       index: 1,
     });
-    expect(toolId).toMatch(/^chatcmpl-tool-[0-9A-Za-z]{32}$/);
+    expect(toolId).toMatch(/^chatcmpl-tool-[0-9a-f]{32}$/);
     expect(events.find((e) => e.event === 'message_delta')?.data).toMatchObject({
       delta: { stop_reason: 'tool_use', stop_sequence: null },
       usage: { input_tokens: 246 },
@@ -221,5 +231,136 @@ describe('vLLM personality', () => {
       input_tokens: 14,
       context_management: { original_input_tokens: 14 },
     });
+  });
+
+  it.each([
+    [
+      'malformed JSON',
+      '{"model": "qwen3-coder",',
+      "1 validation error:\n  {'type': 'json_invalid', 'loc': ('body',), 'msg': 'JSON decode error'",
+    ],
+    [
+      'an array body',
+      '[]',
+      "1 validation error:\n  {'type': 'model_attributes_type', 'loc': ('body',)",
+    ],
+    [
+      'no max_tokens',
+      JSON.stringify({ model: 'qwen3-coder', messages: [{ role: 'user', content: 'hi' }] }),
+      "1 validation error:\n  {'type': 'missing', 'loc': ('body', 'max_tokens'), 'msg': 'Field required'}",
+    ],
+    [
+      'neither messages nor max_tokens',
+      JSON.stringify({ model: 'qwen3-coder' }),
+      "2 validation errors:\n  {'type': 'missing', 'loc': ('body', 'messages'), 'msg': 'Field required'}\n  {'type': 'missing', 'loc': ('body', 'max_tokens'), 'msg': 'Field required'}",
+    ],
+  ])(
+    'answers %s on /v1/messages with the OpenAI-shaped 400 "Bad Request" (§1.5), not an Anthropic error',
+    async (_, body, message) => {
+      const emu = await vllm();
+      const response = await fetch(`${emu.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      expect(response.status).toBe(400);
+      const text = await response.text();
+      expect(text).toMatch(
+        /^\{"error":\{"message":".*","type":"Bad Request","param":null,"code":400\}\}$/s,
+      );
+      const parsed = JSON.parse(text) as { type?: string; error: { message: string } };
+      expect(parsed.type).toBeUndefined();
+      // The whole message for missing fields; for bad JSON its start (the rest is the parser's).
+      expect(parsed.error.message.slice(0, message.length)).toBe(message);
+      if (message.includes("'missing'")) expect(parsed.error.message).toBe(message);
+    },
+  );
+
+  it('streams message_start with type and role, every event in pydantic key order (§1.12)', async () => {
+    const emu = await vllm({ plainReply: { text: 'Hello' } });
+    const response = await fetch(`${emu.url}/v1/messages`, request({ stream: true }));
+    const text = await response.text();
+    const id = /"id":"(chatcmpl-[0-9a-f]{32})"/.exec(text)?.[1];
+    expect(id).toBeDefined();
+    // Raw text, not parsed objects: toEqual would accept any key order.
+    expect(text).toBe(
+      [
+        'event: message_start',
+        `data: {"type":"message_start","message":{"id":"${id}","type":"message","role":"assistant","content":[],"model":"qwen3-coder","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":14,"output_tokens":0}}}`,
+        '',
+        'event: content_block_start',
+        'data: {"type":"content_block_start","content_block":{"type":"text","text":""},"index":0}',
+        '',
+        'event: content_block_delta',
+        'data: {"type":"content_block_delta","delta":{"type":"text_delta","text":"Hello"},"index":0}',
+        '',
+        'event: content_block_stop',
+        'data: {"type":"content_block_stop","index":0}',
+        '',
+        'event: message_delta',
+        'data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":14,"output_tokens":1}}',
+        '',
+        'event: message_stop',
+        'data: {"type":"message_stop"}',
+        '',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('ends a stream with a vLLM event: error and no message_stop on an sse_error fault from the admin route', async () => {
+    const emu = await vllm({ plainReply: { text: 'Hello there, friend' } });
+    const queued = await fetch(`${emu.url}/_emulator/faults`, {
+      method: 'POST',
+      body: JSON.stringify({ faults: [{ kind: 'sse_error', afterEvents: 3 }] }),
+    });
+    expect(await queued.json()).toEqual({ queued: 1 });
+    const response = await fetch(`${emu.url}/v1/messages`, request({ stream: true }));
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    expect(parseSse(text).map((event) => event.event)).toEqual([
+      'message_start',
+      'content_block_start',
+      'content_block_delta',
+      'error',
+    ]);
+    expect(
+      text.endsWith(
+        'event: error\ndata: {"type":"error","error":{"type":"internal_error","message":"Internal Server Error"}}\n\n',
+      ),
+    ).toBe(true);
+  });
+
+  it('guards /v1/messages and count_tokens with Bearer only and leaves /health, /metrics, /version open (§1.4)', async () => {
+    const emu = await vllm({ apiKey: 'k' });
+    const post = (path: string, headers: Record<string, string>) =>
+      fetch(`${emu.url}${path}`, {
+        ...request(),
+        headers: { 'content-type': 'application/json', ...headers },
+      });
+    const refused = [
+      await post('/v1/messages', { 'x-api-key': 'k' }),
+      await post('/v1/messages', {}),
+      await post('/v1/messages', { authorization: 'Bearer wrong' }),
+      await post('/v1/messages/count_tokens', { 'x-api-key': 'k' }),
+    ];
+    for (const response of refused) {
+      expect([response.status, await response.json()]).toEqual([401, { error: 'Unauthorized' }]);
+    }
+    // The scheme is matched case-insensitively.
+    const accepted = [
+      await post('/v1/messages', { authorization: 'Bearer k' }),
+      await post('/v1/messages', { authorization: 'bearer k' }),
+      await post('/v1/messages/count_tokens', { authorization: 'Bearer k' }),
+    ];
+    expect(accepted.map((response) => response.status)).toEqual([200, 200, 200]);
+    const health = await fetch(`${emu.url}/health`);
+    expect([health.status, await health.text()]).toEqual([200, '']);
+    const metrics = await fetch(`${emu.url}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toMatch(
+      /^vllm:num_requests_running\{engine="0",model_name="qwen3-coder"\} /m,
+    );
+    expect((await fetch(`${emu.url}/version`)).status).toBe(200);
   });
 });

@@ -106,6 +106,35 @@ describe('probeEndpoint against the llama.cpp emulator', () => {
     expect(probe.slots).toEqual({ total: 2, busy: 1, free: 1, source: 'slots' });
   });
 
+  it('falls back to /props total_slots when /slots is off (--no-slots), without --metrics', async () => {
+    const emu = await emulator({ nCtx: 16384, parallel: 2, slots: false });
+    const probe = await probeEndpoint(endpoint(emu.url), { timeoutMs: 2000, env: {} });
+    expect(probe).toMatchObject({ up: true, status: 'ok', context: { [ID]: 8192 } });
+    // Nothing says what is busy: the total is known, busy is reported as 0.
+    expect(probe.slots).toEqual({ total: 2, busy: 0, free: 2, source: 'props' });
+    expect(emu.requests.find((r) => r.path === '/slots')?.status).toBe(501);
+  });
+
+  it('takes busy from llamacpp:requests_processing when /slots is off but /metrics is on', async () => {
+    const emu = await emulator({
+      nCtx: 16384,
+      parallel: 2,
+      metrics: true,
+      slots: false,
+      latency: { prefillMsPerToken: 5000 },
+    });
+    occupySlot(emu.url);
+    const probe = await waitFor(
+      async () => {
+        const result = await probeEndpoint(endpoint(emu.url), { timeoutMs: 2000, env: {} });
+        return result.slots?.busy === 1 ? result : undefined;
+      },
+      { timeoutMs: 10_000, what: 'a busy slot in /metrics' },
+    );
+    expect(probe.slots).toEqual({ total: 2, busy: 1, free: 1, source: 'metrics' });
+    expect(probe.status).toBe('ok');
+  });
+
   it('reports the --alias as the served id', async () => {
     const emu = await emulator({ nCtx: 16384, parallel: 2, servedNames: ['qwen3.5-tiny'] });
     const probe = await probeEndpoint(endpoint(emu.url), { timeoutMs: 2000, env: {} });

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -28,7 +28,17 @@ const FixtureSchema = z.object({
 });
 export type LlamaFixture = z.infer<typeof FixtureSchema> & { file: string };
 
-/** Every capture (A*…Z*, random-model/*), sorted by name. */
+/** Every file in the fixtures folder, subfolders included, as paths relative to it, sorted. */
+export function listFixtureFiles(): string[] {
+  return readdirSync(LLAMA_FIXTURES, { recursive: true, encoding: 'utf8' })
+    .filter((name) => statSync(join(LLAMA_FIXTURES, name)).isFile())
+    .sort();
+}
+
+/**
+ * Every request/response capture (A*…Z*, random-model/*), sorted by name. The raw socket pairs and
+ * the Claude Code session exchanges have other shapes: see llama-exchanges.ts.
+ */
 export function loadLlamaFixtures(): LlamaFixture[] {
   const files = [
     ...readdirSync(LLAMA_FIXTURES).filter(
@@ -152,6 +162,31 @@ function contentDifferences(expected: unknown[], actual: unknown[], path: string
       ? []
       : [`${path}[${index}]: ${block.type} block keys ${keys}`];
   });
+}
+
+/** An event as `start|delta|stop <index> <type>` (else its name), for comparing event sequences. */
+export function eventLabel(event: SseMessage): string {
+  const data = event.data as {
+    index?: number;
+    content_block?: { type?: string };
+    delta?: { type?: string };
+  };
+  const index = String(data.index);
+  if (event.event === 'content_block_start')
+    return `start ${index} ${String(data.content_block?.type)}`;
+  if (event.event === 'content_block_delta') return `delta ${index} ${String(data.delta?.type)}`;
+  if (event.event === 'content_block_stop') return `stop ${index}`;
+  return event.event;
+}
+
+/** The labels with each run of text or thinking deltas as one: generated text lengths differ. */
+export function streamSkeleton(events: readonly SseMessage[]): string[] {
+  const labels: string[] = [];
+  for (const label of events.map(eventLabel)) {
+    const run = /_delta$/.test(label) && !label.endsWith('input_json_delta');
+    if (!(run && labels.at(-1) === label)) labels.push(label);
+  }
+  return labels;
 }
 
 /** llama.cpp's stream grammar: blocks open in order, every stop comes at the end, then delta + stop. */
