@@ -1,12 +1,16 @@
 /**
- * `localagents models --json`, in process: three live emulators (llama.cpp ×2, vLLM) with and without
- * one black-holed endpoint (accepts, never answers). The black hole must cost at most probe_timeout_s
- * plus a small constant, never more: the elapsed times are printed next to the timeout.
+ * `localagents models --json`: three live emulators (llama.cpp ×2, vLLM) with and without one
+ * black-holed endpoint (accepts, never answers), both in process and as the real command
+ * (`node dist/cli/main.js models --json`, process start included). The black hole must cost at most
+ * probe_timeout_s plus a small constant, never more: the elapsed times are printed next to the timeout.
+ * The command needs `dist/` (`npm run bench` builds it first).
  */
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, bench, describe } from 'vitest';
 import { stringify } from 'yaml';
 import { modelsJson } from '../src/cli/render-models.js';
@@ -36,7 +40,9 @@ if (holeAddress === null || typeof holeAddress === 'string') throw new Error('no
 const holePort = holeAddress.port;
 const dir = await mkdtemp(join(tmpdir(), 'localagents-bench-'));
 
-async function registry(name: string, withHole: boolean): Promise<Registry> {
+const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+
+async function configFile(name: string, withHole: boolean): Promise<string> {
   const endpoints: Record<string, { base_url: string; backend: string }> = {
     a: { base_url: emulators[0]?.url ?? '', backend: 'llama.cpp' },
     b: { base_url: emulators[1]?.url ?? '', backend: 'other' },
@@ -45,11 +51,37 @@ async function registry(name: string, withHole: boolean): Promise<Registry> {
   if (withHole) endpoints.hole = { base_url: `http://127.0.0.1:${holePort}`, backend: 'other' };
   const file = join(dir, `${name}.yaml`);
   await writeFile(file, stringify({ defaults: { probe_timeout_s: PROBE_TIMEOUT_S }, endpoints }));
+  return file;
+}
+
+function registryFor(file: string): Registry {
   return createRegistry({ paths: configPaths({ configFlag: file, cwd: dir, env: {} }), env: {} });
 }
 
-const live = await registry('live', false);
-const withHole = await registry('hole', true);
+const liveFile = await configFile('live', false);
+const holeFile = await configFile('hole', true);
+const live = registryFor(liveFile);
+const withHole = registryFor(holeFile);
+
+/** The real command as a user runs it; its stdout is exactly one JSON object. */
+function commandOnce(file: string): Promise<{ ms: number; json: ReturnType<typeof modelsJson> }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [MAIN, 'models', '--json', '--config', file],
+      { cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: dir } },
+      (error, stdout) => {
+        if (error)
+          return reject(new Error(`models --json failed: ${error.message}`, { cause: error }));
+        resolve({
+          ms: performance.now() - started,
+          json: JSON.parse(stdout) as ReturnType<typeof modelsJson>,
+        });
+      },
+    );
+  });
+}
 
 async function modelsJsonOnce(
   subject: Registry,
@@ -69,8 +101,14 @@ for (const name of ['a', 'b', 'c']) {
 }
 if (check[1].json.endpoints.hole?.status !== 'timeout')
   throw new Error('the black hole was not reported as a timeout');
+const commandCheck = await commandOnce(holeFile);
+if (
+  commandCheck.json.endpoints.hole?.status !== 'timeout' ||
+  commandCheck.json.endpoints.a?.up !== true
+)
+  throw new Error('the command does not report the same endpoints');
 
-const timings: Record<string, number[]> = { live: [], hole: [] };
+const timings: Record<string, number[]> = { live: [], hole: [], commandLive: [], commandHole: [] };
 
 describe(`models --json (probe_timeout_s ${PROBE_TIMEOUT_S})`, () => {
   bench(
@@ -88,6 +126,22 @@ describe(`models --json (probe_timeout_s ${PROBE_TIMEOUT_S})`, () => {
     },
     { iterations: 10, time: 0 },
   );
+
+  bench(
+    'the command: three live endpoints (baseline)',
+    async () => {
+      timings.commandLive?.push((await commandOnce(liveFile)).ms);
+    },
+    { iterations: 6, time: 0 },
+  );
+
+  bench(
+    'the command: three live endpoints + one black-holed',
+    async () => {
+      timings.commandHole?.push((await commandOnce(holeFile)).ms);
+    },
+    { iterations: 6, time: 0 },
+  );
 });
 
 afterAll(async () => {
@@ -98,7 +152,9 @@ afterAll(async () => {
   process.stdout.write(
     `\nmodels --json with probe_timeout_s = ${PROBE_TIMEOUT_S * 1000} ms:\n` +
       `  three live endpoints:                  ${summary(timings.live ?? [])}\n` +
-      `  three live + one black-holed endpoint: ${summary(timings.hole ?? [])} (bound: ${PROBE_TIMEOUT_S * 1000} ms + a small constant)\n`,
+      `  three live + one black-holed endpoint: ${summary(timings.hole ?? [])} (bound: ${PROBE_TIMEOUT_S * 1000} ms + a small constant)\n` +
+      `  the command, three live:               ${summary(timings.commandLive ?? [])} (process start included)\n` +
+      `  the command, + one black-holed:        ${summary(timings.commandHole ?? [])} (bound: ${PROBE_TIMEOUT_S * 1000} ms + the command's start above)\n`,
   );
   for (const socket of held) socket.destroy();
   await new Promise<void>((resolve) => hole.close(() => resolve()));

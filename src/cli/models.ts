@@ -30,6 +30,24 @@ function report(context: CommandContext, result: SidecarResult, json: boolean): 
   return result.kind === 'written' ? 0 : 1;
 }
 
+/** `--env NAME=VALUE`, repeatable → the endpoint's `env` mapping (validated by the sidecar writer). */
+function envAssignments(pairs: string[] | undefined): Record<string, string> | undefined {
+  if (pairs === undefined) return undefined;
+  const env: Record<string, string> = {};
+  for (const pair of pairs) {
+    const equals = pair.indexOf('=');
+    if (equals <= 0) {
+      throw new LocalAgentsError(
+        'BAD_ARGUMENT',
+        `localagents models add-endpoint: --env takes NAME=VALUE (got "${pair}")`,
+        { hint: 'for example --env CUDA_VISIBLE_DEVICES=0' },
+      );
+    }
+    env[pair.slice(0, equals)] = pair.slice(equals + 1);
+  }
+  return env;
+}
+
 async function addEndpoint(context: CommandContext, args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(
     'models add-endpoint',
@@ -41,6 +59,7 @@ async function addEndpoint(context: CommandContext, args: string[]): Promise<num
       host: { type: 'string' },
       notes: { type: 'string' },
       'api-key-env': { type: 'string' },
+      env: { type: 'string', multiple: true },
     },
     true,
   );
@@ -61,6 +80,7 @@ async function addEndpoint(context: CommandContext, args: string[]): Promise<num
     host: values.host,
     notes: values.notes,
     api_key_env: values['api-key-env'],
+    env: envAssignments(values.env),
   });
   return report(context, result, values.json === true);
 }

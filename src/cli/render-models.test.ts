@@ -87,7 +87,7 @@ describe('renderModels', () => {
     expect(renderModels(snapshot)).toMatchInlineSnapshot(`
       "Endpoints
         NAME         STATE          BACKEND    SERVED                               WINDOW  SLOTS                         METRICS
-        workstation  up 3 ms        llama.cpp  unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL  65536*  1/4 busy                      yes
+        workstation  up 3 ms        llama.cpp  unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL  65536*  1 busy, 3 free                yes
         gpu-server   up 12 ms       vllm       deepseek-v4-flash                    131072  2 running, 0 waiting, kv 25%  yes
                                                sql-lora                             131072
         laptop       down: refused  llama.cpp  -                                    -       -                             no

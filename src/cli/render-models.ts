@@ -74,7 +74,9 @@ function table(rows: string[][]): string[] {
 
 function load(probe: EndpointProbe): string {
   if (probe.slots)
-    return `${probe.slots.source === 'props' ? '?' : probe.slots.busy}/${probe.slots.total} busy`;
+    return probe.slots.source === 'props'
+      ? `${probe.slots.total} slots, busy unknown`
+      : `${probe.slots.busy} busy, ${probe.slots.free} free`;
   if (probe.vllm) {
     const kv =
       probe.vllm.kvCacheUsage === undefined

@@ -63,6 +63,8 @@ export type ConfigResult =
 /** `sidecar` is models.local.yaml beside the user file; only register_* writes it. */
 export interface ConfigPaths {
   user: string;
+  /** The user file was named (--config or LOCALAGENTS_CONFIG): its absence is worth a warning. */
+  userNamed?: boolean;
   project?: string;
   sidecar: string;
 }

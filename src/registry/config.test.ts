@@ -45,6 +45,11 @@ describe('parseLayer', () => {
       `${ENDPOINT}defaults:\n  allowed_tools: Read\n  disallowed_tools: [1]\n  setting_sources: [global]\n  system_prompt_append: [x]\n  model: ""\n`,
       `${ENDPOINT}models:\n  qwen:\n    context: 12.5\n  tiny:\n    context: 100\n  other:\n    served_name: ""\n    bring_up: [x]\n`,
       `${ENDPOINT}models:\n  - qwen\n`,
+      `defaults: [1]\nendpoints: [2]\n`,
+      `endpoints:\n  gpu:\n    base_url: http://h:1\n    env: [x]\n`,
+      `endpoints:\n  gpu:\n    base_url: http://h:1\n    env: { A: [1] }\n`,
+      `${ENDPOINT}models:\n  "bad name!":\n    notes: x\n  q:\n    - x\n`,
+      `${ENDPOINT}models:\n  q:\n    notes: [x]\n    host: 3\n    endpoint: [gpu]\n`,
       `${ENDPOINT}models: [`,
       `${ENDPOINT}${ENDPOINT}`,
       '- just a list\n',
@@ -94,6 +99,20 @@ describe('parseLayer', () => {
       ---
       models.yaml:4 models: expected a mapping of model names to settings
       ---
+      models.yaml:1 defaults: expected a mapping of settings such as max_turns: 60
+      models.yaml:2 endpoints: expected a mapping of endpoint names to settings
+      ---
+      models.yaml:4 endpoints.gpu.env: expected a mapping of environment variable names to values
+      ---
+      models.yaml:4 endpoints.gpu.env.A: expected a text value
+      ---
+      models.yaml:5 models.bad name!: not a valid name; expected a name of letters, digits and . _ : / @ + - starting with a letter or digit
+      models.yaml:7 models.q: expected a mapping such as {notes: …, host: …}, or just the notes as text
+      ---
+      models.yaml:6 models.q.notes: expected text
+      models.yaml:7 models.q.host: expected text naming the machine, such as gpu-server
+      models.yaml:8 models.q.endpoint: expected the name of an endpoint defined under endpoints
+      ---
       models.yaml:4: not valid YAML: Flow sequence in block collection must be sufficiently indented and end with a ]
         fix: check the indentation and quoting on that line
       ---
@@ -107,6 +126,7 @@ describe('parseLayer', () => {
   it('renders rule errors and warnings after merging', () => {
     const cases = [
       `${ENDPOINT}models:\n  qwen:\n    endpoint: cpu\n`,
+      `models:\n  qwen:\n    endpoint: cpu\n`,
       `endpoints:\n  gpu:\n    base_url: http://127.0.0.1:8080/v1/\n`,
       `${ENDPOINT}  gpu2:\n    base_url: http://127.0.0.1:8080\n`,
       `endpoints:\n  gpu:\n    base_url: http://h:1\n    host: box-a\nmodels:\n  qwen:\n    endpoint: gpu\n    host: box-b\n`,
@@ -116,6 +136,11 @@ describe('parseLayer', () => {
     expect(cases.map((yaml) => render(yaml)).join('\n---\n')).toMatchInlineSnapshot(`
       "models.yaml:6 models.qwen.endpoint: no endpoint is named "cpu"
         fix: use one of: gpu
+      ---
+      models.yaml endpoints: no endpoint is defined in any layer
+        fix: copy the example and point base_url at your llama-server or vLLM: mkdir -p "/home/u/.config/localagents" && cp "/pkg/models.example.yaml" "/home/u/.config/localagents/models.yaml"
+      models.yaml:3 models.qwen.endpoint: no endpoint is named "cpu"
+        fix: define it under endpoints first
       ---
       warning: models.yaml:3 endpoints.gpu.base_url: the /v1 suffix is ignored; using http://127.0.0.1:8080
         fix: write the server root, e.g. http://127.0.0.1:8080
@@ -191,6 +216,34 @@ describe('loadRegistryConfig', () => {
     });
     const result = await loadRegistryConfig(paths);
     expect(result.ok).toBe(true);
+    // The file was named with --config, so its absence is a warning (likely a typo), not silence.
+    const text = result.warnings.map(formatConfigIssue).join('\n').replaceAll(dir, '<tmp>');
+    expect(text.replace(/"[^"]*models\.example\.yaml"/, '"<pkg>/models.example.yaml"'))
+      .toMatchInlineSnapshot(`
+        "<tmp>/nowhere/models.yaml: not found; using the other layers only
+          fix: check the path, or start from the example: cp "<pkg>/models.example.yaml" "<tmp>/nowhere/models.yaml""
+      `);
+  });
+
+  it('says nothing of a missing default user file when another layer defines endpoints', async () => {
+    const dir = await tempDir({ 'project/models.yaml': ENDPOINT });
+    const paths = configPaths({ cwd: join(dir, 'project'), env: { XDG_CONFIG_HOME: dir } });
+    const result = await loadRegistryConfig(paths);
+    expect(result.ok && result.warnings).toEqual([]);
+  });
+
+  it('reports a layer it cannot read (a directory where the file should be)', async () => {
+    const dir = await tempDir({ 'models.yaml/inside': '' });
+    const result = await loadRegistryConfig(
+      configPaths({ configFlag: join(dir, 'models.yaml'), cwd: join(dir, 'x'), env: {} }),
+    );
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.issues.map(formatConfigIssue).join('\n').replaceAll(dir, '<tmp>'))
+      .toMatchInlineSnapshot(`
+        "<tmp>/models.yaml: cannot read the file (EISDIR)
+          fix: check that it is a readable file, not a directory"
+      `);
   });
 
   it('names the example to copy when nothing defines an endpoint', async () => {
@@ -244,20 +297,28 @@ describe('configPaths', () => {
       { configFlag: '/x/flag.yaml', env: { LOCALAGENTS_CONFIG: '/y/env.yaml' } },
       '/x/flag.yaml',
       '/x/models.local.yaml',
+      true,
     ],
     [
       { env: { LOCALAGENTS_CONFIG: '/y/env.yaml', XDG_CONFIG_HOME: '/z' } },
       '/y/env.yaml',
       '/y/models.local.yaml',
+      true,
     ],
     [
       { env: { XDG_CONFIG_HOME: '/z' } },
       '/z/localagents/models.yaml',
       '/z/localagents/models.local.yaml',
+      false,
     ],
-  ])('resolves %o to the user file and its sidecar', (options, user, sidecar) => {
+  ])('resolves %o to the user file and its sidecar', (options, user, sidecar, named) => {
     const paths = configPaths({ cwd: '/work/project', ...options });
-    expect(paths).toEqual({ user, project: '/work/project/models.yaml', sidecar });
+    expect(paths).toEqual({
+      user,
+      project: '/work/project/models.yaml',
+      sidecar,
+      ...(named ? { userNamed: true } : {}),
+    });
   });
 });
 

@@ -34,7 +34,11 @@ export function configPaths(options: {
   const user = resolve(options.cwd, resolveUserConfigPath(options.configFlag, options.env));
   const project = join(options.cwd, 'models.yaml');
   const sidecar = join(dirname(user), 'models.local.yaml');
-  return project === user || project === sidecar ? { user, sidecar } : { user, project, sidecar };
+  const named = Boolean(options.configFlag) || Boolean(options.env.LOCALAGENTS_CONFIG);
+  const paths: ConfigPaths =
+    project === user || project === sidecar ? { user, sidecar } : { user, project, sidecar };
+  if (named) paths.userNamed = true;
+  return paths;
 }
 
 interface CacheEntry {
@@ -85,6 +89,16 @@ function unreadable(file: string, error: unknown): ParsedLayer {
   return { file, errors: [issue], warnings: [], lineOf: () => undefined };
 }
 
+// A file named with --config or LOCALAGENTS_CONFIG that is not there is most likely a typo.
+function missingNamedFile(file: string): ConfigIssue {
+  return {
+    file,
+    path: '',
+    message: 'not found; using the other layers only',
+    fix: `check the path, or start from the example: cp "${EXAMPLE_CONFIG_PATH}" "${file}"`,
+  };
+}
+
 /**
  * Reads the user file, the project file and the sidecar (lowest first) and merges them.
  * Pass the same `cache` on every call (the registry does) to skip re-parsing unchanged files;
@@ -97,11 +111,11 @@ export async function loadRegistryConfig(
   const files = [paths.user, paths.project, paths.sidecar].filter(
     (file, index, all): file is string => file !== undefined && all.indexOf(file) === index,
   );
-  const layers = (await Promise.all(files.map((file) => readLayer(file, cache)))).filter(
-    (layer): layer is ParsedLayer => layer !== undefined,
-  );
+  const read = await Promise.all(files.map((file) => readLayer(file, cache)));
+  const layers = read.filter((layer): layer is ParsedLayer => layer !== undefined);
   const parseErrors = layers.flatMap((layer) => layer.errors);
   const parseWarnings = layers.flatMap((layer) => layer.warnings);
+  if (paths.userNamed && read[0] === undefined) parseWarnings.unshift(missingNamedFile(paths.user));
   if (parseErrors.length > 0) return { ok: false, issues: parseErrors, warnings: parseWarnings };
   const merged = mergeLayers(layers, EXAMPLE_CONFIG_PATH, paths.user);
   const warnings = [...parseWarnings, ...merged.warnings];

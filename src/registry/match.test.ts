@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { matchServedId } from './match.js';
+import { matchServedId, matchServedIdWithKind } from './match.js';
 
 const LLAMA = ['unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL'];
 const VLLM = ['deepseek-v4-flash', 'deepseek-v4-flash-lora-sql', 'qwen3-coder'];
@@ -48,5 +48,16 @@ describe('matchServedId', () => {
     expect(
       matchServedId('Qwen 3 Coder', ['org/qwen3-coder-30b-a3b-instruct', 'qwen3-coder-30b']),
     ).toBe('qwen3-coder-30b');
+  });
+
+  it.each([
+    ['qwen3', ['qwen3'], undefined, 'exact'],
+    ['QWEN3', ['qwen3'], undefined, 'case'],
+    ['qwen*', ['qwen3'], undefined, 'glob'],
+    ['qwen', ['qwen3'], undefined, 'substring'],
+    ['anything', ['qwen3'], 'qwen3', 'exact'],
+    ['anything', ['qwen3'], 'q*', 'glob'],
+  ])('says %j matched %j (served_name %j) as %j', (name, ids, override, kind) => {
+    expect(matchServedIdWithKind(name, ids, override)?.kind).toBe(kind);
   });
 });

@@ -12,13 +12,23 @@ function globMatcher(pattern: string): (id: string) => boolean {
   return picomatch(pattern, { bash: true, nocase: true, dot: true });
 }
 
-function exactOrGlob(pattern: string, servedIds: string[]): string | undefined {
+/** How well a served id matched a name; lower is better. Across endpoints the best kind wins first. */
+export type MatchKind = 'exact' | 'case' | 'glob' | 'substring';
+export const MATCH_KIND_ORDER: readonly MatchKind[] = ['exact', 'case', 'glob', 'substring'];
+
+export interface ServedIdMatch {
+  id: string;
+  kind: MatchKind;
+}
+
+function exactOrGlob(pattern: string, servedIds: string[]): ServedIdMatch | undefined {
   const exact = servedIds.find((id) => id === pattern);
-  if (exact !== undefined) return exact;
+  if (exact !== undefined) return { id: exact, kind: 'exact' };
   const folded = servedIds.find((id) => id.toLowerCase() === pattern.toLowerCase());
-  if (folded !== undefined) return folded;
+  if (folded !== undefined) return { id: folded, kind: 'case' };
   if (!GLOB_CHARS.test(pattern)) return undefined;
-  return servedIds.find(globMatcher(pattern));
+  const globbed = servedIds.find(globMatcher(pattern));
+  return globbed === undefined ? undefined : { id: globbed, kind: 'glob' };
 }
 
 /**
@@ -26,19 +36,29 @@ function exactOrGlob(pattern: string, servedIds: string[]): string | undefined {
  * substring (`qwen3.8-27b` finds `unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL`; the shortest such id wins).
  * A menu `served_name` pins the match: only it is tried, exactly or as a glob.
  */
-export function matchServedId(
+export function matchServedIdWithKind(
   name: string,
   servedIds: string[],
   servedNameOverride?: string,
-): string | undefined {
+): ServedIdMatch | undefined {
   if (servedNameOverride !== undefined) return exactOrGlob(servedNameOverride, servedIds);
   const direct = exactOrGlob(name, servedIds);
   if (direct !== undefined || GLOB_CHARS.test(name)) return direct;
   const needle = squash(name);
   if (needle === '') return undefined;
   const hits = servedIds.filter((id) => squash(id).includes(needle));
-  return hits.reduce<string | undefined>(
+  const shortest = hits.reduce<string | undefined>(
     (best, id) => (best === undefined || id.length < best.length ? id : best),
     undefined,
   );
+  return shortest === undefined ? undefined : { id: shortest, kind: 'substring' };
+}
+
+/** {@link matchServedIdWithKind}, the id alone. */
+export function matchServedId(
+  name: string,
+  servedIds: string[],
+  servedNameOverride?: string,
+): string | undefined {
+  return matchServedIdWithKind(name, servedIds, servedNameOverride)?.id;
 }

@@ -13,6 +13,7 @@ import { probeAll, type EndpointProbe } from './probe.js';
 import {
   findHits,
   findMenuEntry,
+  pickHit,
   resolveModel,
   type Resolution,
   type ResolveRequest,
@@ -65,7 +66,7 @@ export function menuStatus(config: RegistryConfig, probes: EndpointProbe[]): Men
     if (entry.notes !== undefined) status.notes = entry.notes;
     if (entry.host !== undefined) status.host = entry.host;
     if (entry.context !== undefined) status.context = entry.context;
-    const [hit] = findHits(config, probes, entry.name, findMenuEntry(config, entry.name));
+    const hit = pickHit(findHits(config, probes, entry.name, findMenuEntry(config, entry.name)));
     if (hit)
       Object.assign(status, { running: true, served_as: hit.servedId, endpoint: hit.probe.name });
     return status;

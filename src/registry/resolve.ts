@@ -7,7 +7,13 @@ import type {
   ModelEntry,
   RegistryConfig,
 } from './config-types.js';
-import { matchServedId, squash } from './match.js';
+import {
+  MATCH_KIND_ORDER,
+  matchServedId,
+  matchServedIdWithKind,
+  squash,
+  type MatchKind,
+} from './match.js';
 import type { EndpointProbe } from './probe.js';
 
 export type Resolution =
@@ -51,6 +57,7 @@ export function findMenuEntry(config: RegistryConfig, name: string): ModelEntry 
 interface Hit {
   probe: EndpointProbe;
   servedId: string;
+  match: MatchKind;
 }
 
 /** Live endpoints (config order) where `name` matches, narrowed by the request's or the menu's endpoint/host. */
@@ -70,8 +77,8 @@ export function findHits(
       const host = config.endpoints.find((endpoint) => endpoint.name === probe.name)?.host;
       if (host !== undefined && host !== menuEntry.host) continue;
     }
-    const servedId = matchServedId(name, probe.models, menuEntry?.served_name);
-    if (servedId !== undefined) hits.push({ probe, servedId });
+    const matched = matchServedIdWithKind(name, probe.models, menuEntry?.served_name);
+    if (matched !== undefined) hits.push({ probe, servedId: matched.id, match: matched.kind });
   }
   return hits;
 }
@@ -81,6 +88,20 @@ function spareCapacity(probe: EndpointProbe): number {
   if (probe.slots) return probe.slots.free > 0 ? 2 : 0;
   if (probe.vllm) return probe.vllm.waiting === 0 ? 1 : 0;
   return 1;
+}
+
+/**
+ * The hit to use: the best kind of match across all endpoints (an exact id on a later endpoint beats a
+ * substring hit on an earlier one), then spare capacity among equally good matches, then config order.
+ */
+export function pickHit(hits: Hit[]): Hit | undefined {
+  const rank = (hit: Hit): number => MATCH_KIND_ORDER.indexOf(hit.match);
+  return hits.reduce<Hit | undefined>((chosen, hit) => {
+    if (chosen === undefined || rank(hit) < rank(chosen)) return hit;
+    if (rank(hit) === rank(chosen) && spareCapacity(hit.probe) > spareCapacity(chosen.probe))
+      return hit;
+    return chosen;
+  }, undefined);
 }
 
 function ready(config: RegistryConfig, hit: Hit, menuEntry: ModelEntry | undefined): Resolution {
@@ -201,7 +222,7 @@ export function resolveModel(
     );
     const first = live?.models[0];
     if (live && first !== undefined)
-      return ready(config, { probe: live, servedId: first }, undefined);
+      return ready(config, { probe: live, servedId: first, match: 'exact' }, undefined);
     return unavailable(
       '(any model)',
       undefined,
@@ -211,11 +232,7 @@ export function resolveModel(
   }
   const menuEntry = findMenuEntry(config, name);
   const hits = findHits(config, probes, name, menuEntry, request.endpoint);
-  const best = hits.reduce<Hit | undefined>(
-    (chosen, hit) =>
-      chosen === undefined || spareCapacity(hit.probe) > spareCapacity(chosen.probe) ? hit : chosen,
-    undefined,
-  );
+  const best = pickHit(hits);
   if (best) return ready(config, best, menuEntry);
   const where = request.endpoint ?? menuEntry?.endpoint;
   const listedButLocked = probes.find(

@@ -108,6 +108,11 @@ describe('registerEndpoint and registerModel', () => {
     await writeFile(paths.sidecar, 'models: [\n');
     const result = await registerModel(paths, { name: 'a' });
     expect(result.kind).toBe('invalid');
+    expect(result.kind === 'invalid' && result.message.replaceAll(paths.sidecar, '<sidecar>'))
+      .toMatchInlineSnapshot(`
+      "<sidecar>: not valid YAML (Flow sequence in block collection must be sufficiently indented and end with a ] at line 2, column 1:); not overwriting it
+        fix: fix or delete the file, then register again"
+    `);
     expect(await readFile(paths.sidecar, 'utf8')).toBe('models: [\n');
   });
 

@@ -182,6 +182,10 @@ describe('localagents models', () => {
       'vllm',
       '--host',
       'box',
+      '--env',
+      'CUDA_VISIBLE_DEVICES=0',
+      '--env',
+      'EXTRA=a=b',
       '--config',
       paths.user,
     ]);
@@ -223,6 +227,23 @@ describe('localagents models', () => {
     };
     expect(json.config.files).toEqual([paths.user, paths.sidecar]);
     expect(json.models.late).toMatchObject({ running: true, served_as: 'late-model' });
+    const sidecar = parse(await readFile(paths.sidecar, 'utf8')) as {
+      endpoints: Record<string, { env?: Record<string, string> }>;
+    };
+    expect(sidecar.endpoints.gpu?.env).toEqual({ CUDA_VISIBLE_DEVICES: '0', EXTRA: 'a=b' });
+    const badEnv = await localagents([
+      'models',
+      'add-endpoint',
+      'x',
+      '--base-url',
+      vllm.url,
+      '--env',
+      'NOEQUALS',
+      '--config',
+      paths.user,
+    ]);
+    expect(badEnv.code).toBe(2);
+    expect(badEnv.stderr).toContain('--env takes NAME=VALUE (got "NOEQUALS")');
   });
 
   it('keeps every entry when several processes add models to the sidecar at once', async () => {

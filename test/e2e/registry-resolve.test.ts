@@ -121,6 +121,32 @@ describe('Registry.resolve', () => {
     });
   });
 
+  it('prefers an exact id on a later endpoint to a substring hit on an earlier one, in resolve and snapshot', async () => {
+    const near = await emulator({ nCtx: 8192, parallel: 1, servedNames: ['qwen3-coder-30b'] });
+    const exact = await emulator({ nCtx: 8192, parallel: 1, servedNames: ['qwen3'] });
+    const registry = await registryFor({
+      endpoints: {
+        near: { base_url: near.url, backend: 'llama.cpp' },
+        exact: { base_url: exact.url, backend: 'llama.cpp' },
+      },
+      models: { qwen3: { notes: 'the small one' } },
+    });
+    expect(await registry.resolve({ model: 'qwen3' })).toMatchObject({
+      kind: 'ready',
+      endpoint: { name: 'exact' },
+      servedId: 'qwen3',
+    });
+    // A longer name only the first endpoint can match still resolves there.
+    expect(await registry.resolve({ model: 'qwen3-coder' })).toMatchObject({
+      kind: 'ready',
+      endpoint: { name: 'near' },
+      servedId: 'qwen3-coder-30b',
+    });
+    expect((await registry.snapshot()).models).toEqual([
+      expect.objectContaining({ name: 'qwen3', served_as: 'qwen3', endpoint: 'exact' }),
+    ]);
+  });
+
   it('answers a model that is not running with its host, notes, bring_up and what runs now', async () => {
     const emu = await emulator({ nCtx: 16384, parallel: 2, servedNames: [QWEN] });
     const dead = await refusedPort();
