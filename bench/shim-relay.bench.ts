@@ -3,9 +3,10 @@
  * turn (~42 KB, a system message the shim folds) and a 1 MB body (nothing to rewrite: forwarded unparsed), each
  * answered with a ~2,000-event stream. The emulators run in their own processes (`localagents emulate`, so run
  * `npm run build` first), as a real backend would; the shim runs here.
- * Printed: added time to first event (p50/p99; targets <= 1 ms at 35 KB, <= 5 ms at 1 MB), added delay per event
- * on a paced stream (target: none measurable, i.e. no buffering), and throughput on an unpaced one, as ratios.
- * Both paths must produce the same events (ids aside): checked before anything is timed.
+ * The shim's routes log to a temp dir, like a job's, so the request log's cost is in the figures.
+ * Printed: added time to first event (p50/p99; targets <= 1 ms at 35 KB, <= 5 ms at 1 MB), time per event (on a
+ * paced stream the target is no measurable addition, i.e. no buffering) and throughput, each absolute and as a
+ * ratio to direct. Both paths must produce the same events (ids aside): checked before anything is timed.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -86,14 +87,19 @@ async function pipeRelay(target: string) {
 
 const pipe = await pipeRelay(instant.url);
 const shim = await createShim();
-const routeOf = (url: string) =>
+const routeOf = async (url: string) =>
   shim.addRoute({
     backendUrl: url,
     backend: 'llama.cpp',
     servedId: 'qwen-test',
     keepaliveMs: 60_000,
+    // requests.jsonl is written as for a real job: its cost belongs in the figures.
+    logDir: await mkdtemp(join(dir, 'route-')),
   });
-const viaShim = { instant: routeOf(instant.url).baseUrl, paced: routeOf(paced.url).baseUrl };
+const viaShim = {
+  instant: (await routeOf(instant.url)).baseUrl,
+  paced: (await routeOf(paced.url)).baseUrl,
+};
 
 const fixture = JSON.parse(
   readFileSync(
@@ -238,17 +244,17 @@ for (const [name, body] of [
   describe(`${name}: ${EVENTS}-event stream, unpaced`, () => {
     bench(
       'direct to the emulator',
-      async () => record(`${name}/direct`, await send(instant.url, body)),
+      async () => record(`${name}, unpaced/direct`, await send(instant.url, body)),
       options,
     );
     bench(
       'through a bare pipe relay (floor)',
-      async () => record(`${name}/pipe`, await send(pipe.url, body)),
+      async () => record(`${name}, unpaced/pipe`, await send(pipe.url, body)),
       options,
     );
     bench(
       'through the shim',
-      async () => record(`${name}/shim`, await send(viaShim.instant, body)),
+      async () => record(`${name}, unpaced/shim`, await send(viaShim.instant, body)),
       options,
     );
   });
@@ -257,42 +263,51 @@ for (const [name, body] of [
 describe(`first turn: ${EVENTS}-event stream paced at 8000 events/s`, () => {
   bench(
     'direct to the emulator',
-    async () => record('paced/direct', await send(paced.url, firstTurn)),
+    async () =>
+      record('first turn paced at 8000 events/s/direct', await send(paced.url, firstTurn)),
     slow,
   );
   bench(
     'through the shim',
-    async () => record('paced/shim', await send(viaShim.paced, firstTurn)),
+    async () =>
+      record('first turn paced at 8000 events/s/shim', await send(viaShim.paced, firstTurn)),
     slow,
   );
 });
 
+const us = (value: number): string => `${(value * 1000).toFixed(2)} µs`;
+const ratio = (value: number): string => `${value.toFixed(2)}× direct`;
+const signed = (value: number, unit: (v: number) => string): string =>
+  `${value < 0 ? '−' : '+'}${unit(Math.abs(value))}`;
+
+/** One case's figures: direct and through the shim, absolute and as ratios. */
+function report(name: string): string[] {
+  const direct = samples.get(`${name}/direct`) ?? [];
+  const shimmed = samples.get(`${name}/shim`) ?? [];
+  const piped = samples.get(`${name}/pipe`) ?? [];
+  const first = (list: Sample[]) => list.map((s) => s.firstEventMs);
+  const perEvent = (list: Sample[]) => median(list.map((s) => s.streamMs)) / EVENTS;
+  const eventsPerS = (list: Sample[]) => (EVENTS * 1000) / median(list.map((s) => s.totalMs));
+  const [d50, s50] = [median(first(direct)), median(first(shimmed))];
+  const [d99, s99] = [percentile(first(direct), 99), percentile(first(shimmed), 99)];
+  const floor =
+    piped.length > 0 ? `; bare pipe relay ${signed(median(first(piped)) - d50, ms)}` : '';
+  const [dEvent, sEvent] = [perEvent(direct), perEvent(shimmed)];
+  const [dRate, sRate] = [eventsPerS(direct), eventsPerS(shimmed)];
+  const cpuAdded = median(shimmed.map((s) => s.cpuMs)) - median(direct.map((s) => s.cpuMs));
+  return [
+    `  ${name} (${direct.length}/${shimmed.length} samples):`,
+    `    first event  p50 ${ms(d50)} direct, ${ms(s50)} shim (added ${signed(s50 - d50, ms)}${floor}); ` +
+      `p99 ${ms(d99)} direct, ${ms(s99)} shim (added ${signed(s99 - d99, ms)})`,
+    `    per event    ${us(dEvent)} direct, ${us(sEvent)} shim (${ratio(sEvent / dEvent)}, added ${signed(sEvent - dEvent, us)})`,
+    `    throughput   ${dRate.toFixed(0)} events/s direct, ${sRate.toFixed(0)} events/s shim (${ratio(sRate / dRate)})`,
+    `    shim CPU     ${signed(cpuAdded, ms)} per request`,
+  ];
+}
+
 afterAll(async () => {
-  const lines: string[] = ['', 'shim relay vs direct:'];
-  for (const name of [
-    ...new Set([...samples.keys()].map((key) => key.slice(0, key.lastIndexOf('/')))),
-  ]) {
-    const direct = samples.get(`${name}/direct`) ?? [];
-    const shimmed = samples.get(`${name}/shim`) ?? [];
-    const first = (list: Sample[]) => list.map((s) => s.firstEventMs);
-    const added50 = median(first(shimmed)) - median(first(direct));
-    const added99 = percentile(first(shimmed), 99) - percentile(first(direct), 99);
-    const perEvent =
-      (median(shimmed.map((s) => s.streamMs)) - median(direct.map((s) => s.streamMs))) / EVENTS;
-    const cpuAdded = median(shimmed.map((s) => s.cpuMs)) - median(direct.map((s) => s.cpuMs));
-    const throughput = median(direct.map((s) => s.totalMs)) / median(shimmed.map((s) => s.totalMs));
-    const piped = samples.get(`${name}/pipe`) ?? [];
-    const floor =
-      piped.length > 0
-        ? ` [bare pipe relay: +${ms(median(first(piped)) - median(first(direct)))}]`
-        : '';
-    lines.push(
-      `  ${name}: first event p50 ${ms(median(first(direct)))} direct, +${ms(added50)} through the shim (p99 +${ms(added99)})${floor}; ` +
-        `per-event added ${(perEvent * 1000).toFixed(1)} µs; throughput ${throughput.toFixed(2)}× direct; ` +
-        `shim CPU +${ms(cpuAdded)}/request ` +
-        `(${direct.length}/${shimmed.length} samples)`,
-    );
-  }
+  const names = [...new Set([...samples.keys()].map((key) => key.slice(0, key.lastIndexOf('/'))))];
+  const lines = ['', 'shim relay vs direct:', ...names.flatMap(report)];
   process.stdout.write(`${lines.join('\n')}\n`);
   agent.destroy();
   pipe.close();

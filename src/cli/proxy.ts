@@ -98,6 +98,16 @@ async function routeForUrl(
     },
     { timeoutMs: timeoutS * 1000, env: context.env, signal: context.signal },
   );
+  if (probe.status === 'unauthorized' && !apiKeyEnv) {
+    // The registry's sentence points at models.yaml; a --base-url proxy has no entry there, only the flag.
+    throw new LocalAgentsError(
+      'ENDPOINT_UNREACHABLE',
+      `localagents proxy: ${baseUrl} wants an API key and none was given`,
+      {
+        hint: 'export the key the server was started with in a variable and pass its name: --api-key-env VAR',
+      },
+    );
+  }
   if (!probe.up) {
     throw new LocalAgentsError(
       'ENDPOINT_UNREACHABLE',
@@ -124,6 +134,8 @@ async function routeForUrl(
     ...(contextTokens ? { contextTokens } : {}),
     ...(apiKey ? { apiKey } : {}),
     ...(apiKeyEnv ? { apiKeyEnv } : {}),
+    // No models.yaml entry behind this route: a 401 should point at the flag.
+    apiKeyFrom: 'proxy-flag',
   };
 }
 

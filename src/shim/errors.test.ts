@@ -90,6 +90,25 @@ describe('toClientError with llama.cpp captures', () => {
     expect(client.message).toContain('LLAMA_API_KEY');
   });
 
+  it.each<[Partial<ErrorContext>, string]>([
+    [{ apiKeyFrom: 'endpoint' }, 'set the endpoint’s api_key_env variable to the key'],
+    [{}, 'set the endpoint’s api_key_env variable to the key'],
+    // `localagents proxy --base-url` has no models.yaml entry: the flag is the fix.
+    [
+      { apiKeyFrom: 'proxy-flag' },
+      'restart localagents proxy with --api-key-env VAR, VAR holding the key',
+    ],
+    [{ apiKeyFrom: 'proxy-flag', apiKeyEnv: 'VLLM_KEY' }, 'set VLLM_KEY to the key'],
+  ])('gives a rejected key (F07) on a route with %o the fix “%s”', (where, advice) => {
+    const { status, body } = captured('F07-messages-no-key.json');
+    const client = translate(status, body, { estimatedPromptTokens: 10, ...where });
+    expect(client).toEqual({
+      status: 401,
+      type: 'authentication_error',
+      message: `the backend rejected the API key (Invalid API Key); ${advice} the server was started with`,
+    });
+  });
+
   it('keeps the template error a 400 with its text (A22)', () => {
     const { status, body } = captured('A22-messages-midsystem-error.json');
     const client = translate(status, body);
@@ -114,71 +133,104 @@ describe('toClientError with llama.cpp captures', () => {
 const vllmAnthropic = (message: string): string =>
   JSON.stringify({ type: 'error', error: { type: 'BadRequestError', message } });
 
+/**
+ * Every vLLM context-length wording of backends.md §1.6, what it is read as, and what Claude Code gets when the
+ * shim cannot clamp its way out of it (toClientError with `context`: estimate 12000). A too-big max_tokens that
+ * survived the clamp-and-retry means the prompt itself fills the window, so it is said as an overflow too.
+ */
+const VLLM_WORDINGS: Array<[string, Record<string, unknown>, string]> = [
+  [
+    "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (35000 in the messages, 5000 in the completion). Please reduce the length of the messages or completion.",
+    { kind: 'context_overflow', promptTokens: 35000, contextTokens: 32768, lowerBound: false },
+    'prompt is too long: 35000 tokens > 32768 maximum',
+  ],
+  [
+    "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (20000 in the messages, 20000 in the completion). Please reduce the length of the messages or completion.",
+    { kind: 'max_tokens_too_large', promptTokens: 20000, contextTokens: 32768, lowerBound: false },
+    'prompt is too long: 32769 tokens > 32768 maximum',
+  ],
+  [
+    "This model's maximum context length is 32768 tokens. However, your request has 33000 input tokens. Please reduce the length of the input messages. (parameter=input_tokens, value=33000)",
+    { kind: 'context_overflow', promptTokens: 33000, contextTokens: 32768, lowerBound: false },
+    'prompt is too long: 33000 tokens > 32768 maximum',
+  ],
+  [
+    "This model's maximum context length is 32768 tokens. However, your request has 33000 input tokens. Please reduce the length of the input messages.",
+    { kind: 'context_overflow', promptTokens: 33000, contextTokens: 32768, lowerBound: false },
+    'prompt is too long: 33000 tokens > 32768 maximum',
+  ],
+  [
+    "'max_tokens' or 'max_completion_tokens' is too large: 64000. This model's maximum context length is 20000 tokens and your request has 16614 input tokens (64000 > 20000 - 16614).",
+    { kind: 'max_tokens_too_large', promptTokens: 16614, contextTokens: 20000, lowerBound: false },
+    'prompt is too long: 20001 tokens > 20000 maximum',
+  ],
+  [
+    "'max_tokens' or 'max_completion_tokens' is too large: 64000. This model's maximum context length is 20000 tokens and your request has 16614 input tokens (64000 > 20000 - 16614). None",
+    { kind: 'max_tokens_too_large', promptTokens: 16614, contextTokens: 20000, lowerBound: false },
+    'prompt is too long: 20001 tokens > 20000 maximum',
+  ],
+  [
+    "You passed 9000 input tokens and requested 32000 output tokens. However, the model's context length is only 32768 tokens, resulting in a maximum input length of 768 tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=9000)",
+    { kind: 'max_tokens_too_large', promptTokens: 9000, contextTokens: 32768, lowerBound: false },
+    'prompt is too long: 32769 tokens > 32768 maximum',
+  ],
+  [
+    "You passed 40000 input tokens and requested 32000 output tokens. However, the model's context length is only 32768 tokens, resulting in a maximum input length of 768 tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=40000)",
+    { kind: 'context_overflow', promptTokens: 40000, contextTokens: 32768, lowerBound: false },
+    'prompt is too long: 40000 tokens > 32768 maximum',
+  ],
+  [
+    "You passed 120000 input characters and requested 32000 output tokens. However, the model's context length is only 32768 tokens, resulting in a maximum input length of 768 tokens (at most 3072 characters). Please reduce the length of the input prompt. (parameter=input_text, value=120000)",
+    {
+      kind: 'max_tokens_too_large',
+      promptTokens: undefined,
+      contextTokens: 32768,
+      lowerBound: false,
+    },
+    'prompt is too long: 32769 tokens > 32768 maximum',
+  ],
+  [
+    'max_output_tokens=128000cannot be greater than max_total_tokens=max_total_tokens=65536. Please request fewer output tokens.',
+    {
+      kind: 'max_tokens_too_large',
+      promptTokens: undefined,
+      contextTokens: 65536,
+      lowerBound: false,
+    },
+    'prompt is too long: 65537 tokens > 65536 maximum',
+  ],
+  [
+    "This model's maximum context length is 65536 tokens. However, you requested 32000 output tokens and your prompt contains at least 33537 input tokens, for a total of at least 65537 tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=33537)",
+    { kind: 'max_tokens_too_large', promptTokens: 33537, contextTokens: 65536, lowerBound: true },
+    'prompt is too long: 65537 tokens > 65536 maximum',
+  ],
+];
+
 describe('classifyBackendError with vLLM wordings (backends.md §1.6)', () => {
-  it.each([
-    [
-      "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (35000 in the messages, 5000 in the completion). Please reduce the length of the messages or completion.",
-      { kind: 'context_overflow', promptTokens: 35000, contextTokens: 32768, lowerBound: false },
-    ],
-    [
-      "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (20000 in the messages, 20000 in the completion). Please reduce the length of the messages or completion.",
-      {
-        kind: 'max_tokens_too_large',
-        promptTokens: 20000,
-        contextTokens: 32768,
-        lowerBound: false,
-      },
-    ],
-    [
-      "This model's maximum context length is 32768 tokens. However, your request has 33000 input tokens. Please reduce the length of the input messages. (parameter=input_tokens, value=33000)",
-      { kind: 'context_overflow', promptTokens: 33000, contextTokens: 32768, lowerBound: false },
-    ],
-    [
-      "'max_tokens' or 'max_completion_tokens' is too large: 64000. This model's maximum context length is 20000 tokens and your request has 16614 input tokens (64000 > 20000 - 16614). None",
-      {
-        kind: 'max_tokens_too_large',
-        promptTokens: 16614,
-        contextTokens: 20000,
-        lowerBound: false,
-      },
-    ],
-    [
-      "You passed 9000 input tokens and requested 32000 output tokens. However, the model's context length is only 32768 tokens, resulting in a maximum input length of 768 tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=9000)",
-      { kind: 'max_tokens_too_large', promptTokens: 9000, contextTokens: 32768, lowerBound: false },
-    ],
-    [
-      "You passed 120000 input characters and requested 32000 output tokens. However, the model's context length is only 32768 tokens, resulting in a maximum input length of 768 tokens (at most 3072 characters). Please reduce the length of the input prompt. (parameter=input_text, value=120000)",
-      {
-        kind: 'max_tokens_too_large',
-        promptTokens: undefined,
-        contextTokens: 32768,
-        lowerBound: false,
-      },
-    ],
-    [
-      'max_output_tokens=128000cannot be greater than max_total_tokens=max_total_tokens=65536. Please request fewer output tokens.',
-      {
-        kind: 'max_tokens_too_large',
-        promptTokens: undefined,
-        contextTokens: 65536,
-        lowerBound: false,
-      },
-    ],
-    [
-      "This model's maximum context length is 65536 tokens. However, you requested 32000 output tokens and your prompt contains at least 33537 input tokens, for a total of at least 65537 tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=33537)",
-      { kind: 'max_tokens_too_large', promptTokens: 33537, contextTokens: 65536, lowerBound: true },
-    ],
-  ])('reads %s', (message, expected) => {
+  it.each(VLLM_WORDINGS)('reads %s', (message, expected) => {
     expect(classifyBackendError(400, vllmAnthropic(message))).toMatchObject(expected);
   });
 
-  it('translates a vLLM overflow into the wording Claude Code compacts on', () => {
-    const message =
-      "This model's maximum context length is 32768 tokens. However, your request has 33000 input tokens. Please reduce the length of the input messages.";
-    expect(translate(400, vllmAnthropic(message)).message).toBe(
-      'prompt is too long: 33000 tokens > 32768 maximum',
-    );
-  });
+  it.each(VLLM_WORDINGS)(
+    'translates %s into the 400 Claude Code compacts on',
+    (message, _kind, translated) => {
+      expect(translate(400, vllmAnthropic(message))).toEqual({
+        status: 400,
+        type: 'invalid_request_error',
+        message: translated,
+      });
+    },
+  );
+
+  it.each(VLLM_WORDINGS)(
+    'reads %s in the nested OpenAI shape of /v1/chat/completions too',
+    (message, expected) => {
+      const nested = JSON.stringify({
+        error: { message, type: 'BadRequestError', param: 'input_tokens', code: 400 },
+      });
+      expect(classifyBackendError(400, nested)).toMatchObject(expected);
+    },
+  );
 
   it.each([
     [401, '{"error":"Unauthorized"}', 401, 'authentication_error'],

@@ -25,6 +25,17 @@ export interface ErrorContext {
   estimatedPromptTokens: number;
   endpointName?: string | undefined;
   apiKeyEnv?: string | undefined;
+  /** Where the key is configured when `apiKeyEnv` is not set (RouteConfig.apiKeyFrom). */
+  apiKeyFrom?: 'endpoint' | 'proxy-flag' | undefined;
+}
+
+/** The fix for a rejected key, in the terms of where the user configures it. */
+function keyAdvice(context: ErrorContext): string {
+  if (context.apiKeyEnv) return `set ${context.apiKeyEnv} to the key the server was started with`;
+  // `localagents proxy --base-url` has no models.yaml entry to edit: the flag is the only way to give a key.
+  if (context.apiKeyFrom === 'proxy-flag')
+    return 'restart localagents proxy with --api-key-env VAR, VAR holding the key the server was started with';
+  return 'set the endpoint’s api_key_env variable to the key the server was started with';
 }
 
 export function anthropicErrorJson(type: AnthropicErrorType, message: string): string {
@@ -89,13 +100,10 @@ export function toClientError(error: BackendError, context: ErrorContext): Clien
       };
     case 'auth': {
       const endpoint = context.endpointName ? `endpoint "${context.endpointName}"` : 'the backend';
-      const variable = context.apiKeyEnv
-        ? `set ${context.apiKeyEnv} to the key the server was started with`
-        : 'set the endpoint’s api_key_env variable to the key the server was started with';
       return {
         status: 401,
         type: 'authentication_error',
-        message: `${endpoint} rejected the API key (${error.message}); ${variable}`,
+        message: `${endpoint} rejected the API key (${error.message}); ${keyAdvice(context)}`,
       };
     }
     case 'other':

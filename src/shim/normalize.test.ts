@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { contentText, isRecord } from './fold-system.js';
 import { normalizeRequest, type AnthropicRequest, type NormalizeRoute } from './normalize.js';
@@ -28,6 +28,114 @@ function roles(request: AnthropicRequest): string[] {
 function blocks(content: unknown): Array<Record<string, unknown>> {
   return Array.isArray(content) ? content.filter(isRecord) : [];
 }
+
+/** Every captured Claude Code request body that has `messages` (the folder also holds headers and SDK logs). */
+const CAPTURED_REQUESTS = readdirSync(CLAUDE_CODE)
+  .filter((name) => name.endsWith('.json'))
+  .filter((name) => {
+    const fixture: unknown = JSON.parse(readFileSync(new URL(name, CLAUDE_CODE), 'utf8'));
+    return isRecord(fixture) && isRecord(fixture.body) && Array.isArray(fixture.body.messages);
+  })
+  .sort();
+
+const asBlockList = (content: unknown): unknown[] =>
+  typeof content === 'string' ? [{ type: 'text', text: content }] : blocks(content);
+
+const isBilling = (block: unknown): boolean =>
+  isRecord(block) &&
+  typeof block.text === 'string' &&
+  block.text.startsWith('x-anthropic-billing-header:');
+
+/**
+ * The forwarded messages with the folded `<system>` blocks taken out again, in order, and turns left empty
+ * dropped: equal to the client's non-system messages exactly when the fold only added blocks (append-only).
+ */
+function unfold(messages: AnthropicRequest['messages'], folds: string[]) {
+  let next = 0;
+  return messages
+    .map((message) => ({
+      ...message,
+      content: asBlockList(message.content).filter((block) => {
+        if (next >= folds.length || !isRecord(block) || block.text !== folds[next]) return true;
+        next++;
+        return false;
+      }),
+    }))
+    .filter((message) => message.content.length > 0)
+    .concat(next === folds.length ? [] : [{ role: 'missing folds', content: folds.slice(next) }]);
+}
+
+/** Index pairs (assistant turn, next turn) where the next turn does not open with the tool_result blocks. */
+function brokenToolPairs(messages: AnthropicRequest['messages']): number[] {
+  return messages.flatMap((message, index) => {
+    const uses = blocks(message.content).filter((block) => block.type === 'tool_use');
+    if (message.role !== 'assistant' || uses.length === 0) return [];
+    const next = messages[index + 1];
+    const leading = blocks(next?.content).slice(0, uses.length);
+    const paired =
+      next?.role === 'user' &&
+      uses.every(
+        (use, at) => leading[at]?.type === 'tool_result' && leading[at]?.tool_use_id === use.id,
+      );
+    return paired ? [] : [index];
+  });
+}
+
+describe('normalizeRequest on every captured Claude Code request', () => {
+  it('finds the captured requests', () => {
+    expect(CAPTURED_REQUESTS).toEqual(
+      expect.arrayContaining([
+        'after-400-degraded-request.json',
+        'after-max-tokens-request.json',
+        'after-midstream-cut-request.json',
+        'compaction-request-auto.json',
+        'compaction-retry-truncated-request.json',
+        'title-request.json',
+      ]),
+    );
+    expect(CAPTURED_REQUESTS.length).toBeGreaterThanOrEqual(13);
+  });
+
+  it.each(CAPTURED_REQUESTS)(
+    'folds %s append-only: no system role left, tool pairs adjacent, top-level system kept',
+    (name) => {
+      const raw = capturedBody(name);
+      const original = JSON.parse(raw.toString('utf8')) as AnthropicRequest;
+      const { parsed } = rewritten(raw);
+      expect(roles(parsed)).not.toContain('system');
+      expect(brokenToolPairs(parsed.messages)).toEqual([]);
+      // Only the billing block leaves the top-level system; nothing is hoisted into it.
+      const system = Array.isArray(original.system)
+        ? original.system.filter((block) => !isBilling(block))
+        : original.system;
+      expect(parsed.system).toEqual(system);
+      expect(parsed.tools).toEqual(original.tools);
+      const folds = original.messages
+        .filter((m) => m.role === 'system')
+        .map((m) => `<system>\n${contentText(m.content)}\n</system>`);
+      const clientTurns = original.messages
+        .filter((m) => m.role !== 'system')
+        .map((m) => ({ ...m, content: asBlockList(m.content) }));
+      expect(unfold(parsed.messages, folds)).toEqual(clientTurns);
+    },
+  );
+
+  it.each([
+    ['subagent-request.json', 'env-subagent', 'qwen-test', true],
+    ['title-request.json', 'qwen-test', 'qwen3.8-27b', true],
+    ['title-request.json', 'qwen-test', 'qwen-test', false],
+  ])('maps %s (model %s) for a route serving %s: model_map %s', (name, sent, served, mapped) => {
+    const raw = capturedBody(name);
+    expect((JSON.parse(raw.toString('utf8')) as AnthropicRequest).model).toBe(sent);
+    const { parsed, rewrites } = rewritten(raw, {
+      ...llama,
+      servedId: served,
+      servedIds: [served],
+    });
+    expect(parsed.model).toBe(served);
+    expect(rewrites.includes('model_map')).toBe(mapped);
+  });
+});
 
 describe('normalizeRequest', () => {
   it.each([

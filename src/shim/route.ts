@@ -18,11 +18,16 @@ export interface RouteConfig {
   apiKey?: string;
   /** Named in 401 translations. */
   apiKeyEnv?: string;
+  /**
+   * Where the user configures the key, for the 401 hint when no `apiKeyEnv` is set: a models.yaml endpoint's
+   * `api_key_env` (default), or `localagents proxy --base-url`'s `--api-key-env` flag.
+   */
+  apiKeyFrom?: 'endpoint' | 'proxy-flag';
   endpointName?: string;
   /** requests.jsonl (+ requests_full.jsonl when dumpFullRequests) go here. */
   logDir?: string;
   dumpFullRequests?: boolean;
-  /** Silence on an open stream after which the shim sends `event: ping` (default 15000). */
+  /** Silence on an open stream after which the shim sends `event: ping` (default 15000); 0: no pings. */
   keepaliveMs?: number;
 }
 

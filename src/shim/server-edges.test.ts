@@ -82,21 +82,136 @@ async function slotsBusy(emu: Emulator): Promise<boolean> {
   return slots.some((slot) => slot.is_processing);
 }
 
+const PING = 'event: ping\ndata: {"type": "ping"}\n\n';
+const KV_EXHAUSTED =
+  '{"code":500,"message":"Context size has been exceeded.","type":"server_error"}';
+
+/** Reads a response body until `until` shows up in it (or the body ends); returns what was read. */
+async function readUntil(reader: ReadableStreamDefaultReader<Uint8Array>, until: string) {
+  const decoder = new TextDecoder();
+  let text = '';
+  while (!text.includes(until)) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  return text;
+}
+
 describe('createShim keepalive and pre-first-byte errors', () => {
-  it('sends event: ping during a silent prefill, before the first event', async () => {
-    const { emu, route, logDir } = await withEmulator({}, { keepaliveMs: 30 });
-    // Headers out, then nothing: what llama.cpp and vLLM do while they process a long prompt.
-    emu.injectFaults([{ kind: 'stall', afterEvents: 0, ms: 250 }]);
+  it.each([
+    [30, true],
+    [0, false],
+  ])(
+    'with keepaliveMs %i, a prefill silent for many periods gets event: ping first: %s',
+    async (keepaliveMs, pings) => {
+      const { emu, route, logDir } = await withEmulator({}, { keepaliveMs });
+      // Headers out, then nothing: what llama.cpp and vLLM do while they process a long prompt.
+      emu.injectFaults([{ kind: 'stall', afterEvents: 0, ms: 250 }]);
+      const response = await post(route, body());
+      const text = await response.text();
+      expect(response.status).toBe(200);
+      expect(text.startsWith(PING)).toBe(pings);
+      expect(text.includes('event: ping')).toBe(pings);
+      expect(text.startsWith('event: message_start')).toBe(!pings);
+      expect(text).toContain('event: message_stop');
+      const [line] = await logLines(route, logDir);
+      expect(line?.rewrites.includes('keepalive_ping')).toBe(pings);
+    },
+  );
+
+  it('turns unified-KV exhaustion that is a stream’s first event after a ping into overloaded_error', async () => {
+    const { emu, route, logDir } = await withEmulator(
+      { nCtx: 16384, parallel: 2, kvUnified: true },
+      { keepaliveMs: 20, contextTokens: 16384 },
+    );
+    // Headers out, then silence: long enough for the shim's pings and for the second request below.
+    emu.injectFaults([{ kind: 'stall', afterEvents: 0, ms: 1500 }]);
+    const response = await post(
+      route,
+      body({ messages: [{ role: 'user', content: 'hello '.repeat(1000) }] }),
+    );
+    // The ping committed the 200: the head came before any backend event.
+    expect(response.status).toBe(200);
+    const reader = response.body?.getReader();
+    if (!reader) throw new Error('no body');
+    let text = await readUntil(reader, PING);
+    // A prompt that does not fit beside the first in the shared cells fails the running one too (C20/C21).
+    const second = await fetch(`${emu.url}/v1/messages`, {
+      method: 'POST',
+      body: body({ messages: [{ role: 'user', content: 'hello '.repeat(16000) }] }),
+    });
+    expect(await second.text()).toContain('Context size has been exceeded.');
+    text += await readUntil(reader, 'never');
+    expect(text.replaceAll(PING, '')).toBe(
+      'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Context size has been exceeded."}}\n\n',
+    );
+    const [line] = await logLines(route, logDir);
+    expect(line).toMatchObject({ status: 200, events: 1 });
+    expect(line?.rewrites).toEqual(
+      expect.arrayContaining(['keepalive_ping', 'translate_stream_error']),
+    );
+    expect(line?.error?.original).toBe(KV_EXHAUSTED);
+  });
+
+  it('sends a server error that follows a ping as an api_error event, which Claude Code retries', async () => {
+    const { emu, route, logDir } = await withEmulator(
+      { latency: { prefillMsPerToken: 25 } },
+      { keepaliveMs: 20 },
+    );
+    // The prefill delays message_start well past the keepalive; the error comes right after it.
+    emu.injectFaults([{ kind: 'sse_error', afterEvents: 1 }]);
     const response = await post(route, body());
     const text = await response.text();
     expect(response.status).toBe(200);
-    expect(text.startsWith('event: ping\ndata: {"type": "ping"}\n\n')).toBe(true);
-    expect(text.indexOf('event: ping')).toBeLessThan(text.indexOf('event: message_start'));
-    expect(text).toContain('event: message_stop');
+    expect(text.startsWith(PING)).toBe(true);
+    const events = text.replaceAll(PING, '').split('\n\n').filter(Boolean);
+    expect(events.map((event) => event.split('\n')[0])).toEqual([
+      'event: message_start',
+      'event: error',
+    ]);
+    expect(JSON.parse(events[1]?.split('data: ')[1] ?? '')).toEqual({
+      type: 'error',
+      error: {
+        type: 'api_error',
+        message: 'The model produced output that does not match the expected peg-native format',
+      },
+    });
     const [line] = await logLines(route, logDir);
-    expect(line?.rewrites).toContain('keepalive_ping');
-    expect(line?.ttfb_ms).toBeLessThan(line?.ms ?? 0);
+    expect(line?.rewrites).toEqual(
+      expect.arrayContaining(['keepalive_ping', 'translate_stream_error']),
+    );
   });
+
+  it.each([
+    // The shim's own ping decides when the head goes out: the backend's comment is held, the error stays HTTP.
+    [
+      60_000,
+      400,
+      '{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 8193 tokens > 8192 maximum"}}',
+    ],
+    // No shim keepalive: the backend's comment is the only one, passed on, so the error can only be an event.
+    [
+      0,
+      200,
+      ':\n\nevent: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Context size has been exceeded."}}\n\n',
+    ],
+  ])(
+    'with keepaliveMs %i, a backend comment then a leading KV-exhaustion error gives the client %i',
+    async (keepaliveMs, status, expected) => {
+      const url = await fakeBackend((req, res) => {
+        req.resume();
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        // llama.cpp's keepalive comment (`--sse-ping-interval`), then, later, an error as the first event.
+        res.write(':\n\n');
+        setTimeout(() => res.end(`event: error\ndata: ${KV_EXHAUSTED}\n\n`), 100);
+      });
+      const { route } = await routeTo(url, { keepaliveMs, contextTokens: 8192 });
+      const response = await post(route, body());
+      expect(response.status).toBe(status);
+      expect(await response.text()).toBe(expected);
+    },
+  );
 
   it('keeps an overflow the backend reports after a long silence an HTTP 400, with no ping before it', async () => {
     const url = await fakeBackend((req, res) => {

@@ -361,11 +361,22 @@ describe('createShim', () => {
   });
 
   it('clamps max_tokens up front on vLLM from the route’s window', async () => {
-    const { emu, route } = await setup({ backend: 'vllm', nCtx: 8192 }, { contextTokens: 8192 });
-    const result = await post(route, simple({ model: 'claude-sonnet-4-5', max_tokens: 32000 }));
+    const { emu, route, logDir } = await setup(
+      { backend: 'vllm', nCtx: 8192 },
+      { contextTokens: 8192 },
+    );
+    const body = simple({ model: 'claude-sonnet-4-5', max_tokens: 32000 });
+    const result = await post(route, body);
     expect(result.status).toBe(200);
     expect(emu.requests).toHaveLength(1);
-    expect(emu.requests[0]?.body).toMatchObject({ model: 'qwen3-coder' });
+    // Window minus the prompt estimate (bytes / 4) of the body as the client sent it.
+    expect(emu.requests[0]?.body).toMatchObject({
+      model: 'qwen3-coder',
+      max_tokens: 8192 - Math.ceil(Buffer.byteLength(body) / 4),
+    });
+    const [line] = await logLines(route, logDir);
+    expect(line?.rewrites).toEqual(expect.arrayContaining(['clamp_max_tokens', 'model_map']));
+    expect(line?.rewrites).not.toContain('retry_clamped');
   });
 
   it('estimates count_tokens when the backend has no such route', async () => {

@@ -116,6 +116,68 @@ describe('createSseProcessor', () => {
     );
   });
 
+  it('holds a backend comment and ping before a leading error while the shim’s keepalive is on', () => {
+    const p = createSseProcessor({
+      model: 'qwen',
+      holdLeadingError: () => true,
+      holdLeadingKeepalive: () => true,
+    });
+    // llama.cpp's keepalive (`--sse-ping-interval`), then unified-KV exhaustion: nothing may reach the client.
+    expect(p.push(Buffer.from(':\n\n')).out).toBeUndefined();
+    expect(p.push(Buffer.from('event: ping\ndata: {"type": "ping"}\n\n')).out).toBeUndefined();
+    const result = p.push(
+      Buffer.from(capturedStream('C21-messages-kv-exhausted-second-request.sse')),
+    );
+    expect(result.out).toBeUndefined();
+    expect(result.leadingError).toContain('Context size has been exceeded.');
+  });
+
+  it('passes a leading backend comment on when the shim sends no keepalive of its own', () => {
+    const p = createSseProcessor({
+      model: 'qwen',
+      holdLeadingError: () => true,
+      holdLeadingKeepalive: () => false,
+    });
+    expect(p.push(Buffer.from(':\n\n')).out?.toString()).toBe(':\n\n');
+  });
+
+  it('translates an error that is the first event once the head is out (after a ping) into an event', () => {
+    const p = processor(false);
+    const out = events(run(p, capturedStream('C21-messages-kv-exhausted-second-request.sse'), 64));
+    expect(out).toEqual([
+      {
+        name: 'error',
+        data: {
+          type: 'error',
+          error: { type: 'overloaded_error', message: 'Context size has been exceeded.' },
+        },
+      },
+    ]);
+    expect(p.summary.repairs).toContain('translate_stream_error');
+  });
+
+  it('turns vLLM’s own mid-stream internal_error event into an api_error Claude Code retries (backends.md §1.12)', () => {
+    const message =
+      '1 validation error for ChatCompletionStreamResponse\nchoices\n  Field required [type=missing]';
+    const body = [
+      'event: message_start\ndata: {"type":"message_start","message":{"id":"chatcmpl-1","type":"message","role":"assistant","content":[],"model":"m","usage":{"input_tokens":7,"output_tokens":0}}}\n\n',
+      'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}\n\n',
+      `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'internal_error', message } })}\n\n`,
+    ].join('');
+    const p = processor();
+    const out = events(run(p, body, 29));
+    expect(out.map((e) => e.name)).toEqual([
+      'message_start',
+      'content_block_start',
+      'content_block_delta',
+      'error',
+    ]);
+    expect(out[3]?.data).toEqual({ type: 'error', error: { type: 'api_error', message } });
+    expect(p.summary.error?.original).toContain('"internal_error"');
+    expect(p.summary.sawMessageStop).toBe(false);
+  });
+
   it('drops vLLM’s [DONE] and completes a message_start without type and role (backends.md §1.12)', () => {
     const body = [
       'event: message_start\ndata: {"type":"message_start","message":{"id":"chatcmpl-1","content":[],"model":"m"},"usage":{"input_tokens":7,"output_tokens":0}}\n\n',
@@ -151,6 +213,23 @@ describe('createSseProcessor', () => {
     ]);
     expect(out[0]?.data.message).toMatchObject({ role: 'assistant', model: 'qwen' });
     expect(p.summary.repairs).toContain('synth_message_start');
+  });
+
+  it('reports the shim’s prompt estimate in a synthesised message_start, so proactive compaction sees it', () => {
+    const body =
+      'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n';
+    const p = createSseProcessor({
+      model: 'qwen',
+      holdLeadingError: () => false,
+      promptTokensEstimate: 10_496,
+    });
+    const [start] = events(run(p, body, 1000));
+    expect(start?.name).toBe('message_start');
+    expect(start?.data.message).toMatchObject({
+      usage: { input_tokens: 10_496, output_tokens: 0 },
+    });
+    // The log keeps what the backend reported.
+    expect(p.summary.usage?.input_tokens).toBe(0);
   });
 
   it('accepts CRLF line ends', () => {

@@ -12,7 +12,8 @@ import { eventData, eventName, frame, num, parseJson, SEPARATOR } from './sse-fr
  * - `message_start` missing (llama.cpp, first token a partial UTF-8 sequence) → synthesised;
  *   vLLM's without `type`/`role`, or v0.11's with `usage` beside `message` → completed;
  * - `event: error` with llama.cpp's bare `{code,message,type}` or vLLM's own types → Anthropic's envelope.
- * `message_delta` is left alone: Claude Code keeps `message_start`'s input usage when the delta has only output.
+ * `message_delta` is left alone: Claude Code reads the prompt size from `message_start` (contract §3.4) and keeps
+ * it when the delta has only output, so completing the delta would change nothing it acts on.
  */
 export type StreamRepair =
   | 'repair_tool_input'
@@ -54,6 +55,13 @@ export interface SseProcessorOptions {
   model: string;
   /** True while no byte has gone to the client, so an error can still become an HTTP error (fixture C21). */
   holdLeadingError: () => boolean;
+  /**
+   * True while backend comments and pings before the first event should not be passed on: they would commit a
+   * 200 before the shim's own keepalive would have. Default: never held.
+   */
+  holdLeadingKeepalive?: () => boolean;
+  /** The shim's estimate of the prompt, reported as input_tokens in a synthesised message_start. */
+  promptTokensEstimate?: number;
 }
 
 /** Event names (and the data-only `[DONE]`) that need a look; every other event passes untouched. */
@@ -108,6 +116,7 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
   function synthesisedStart(): Buffer {
     summary.repairs.add('synth_message_start');
     sawMessageStart = true;
+    // The log keeps what the backend reported (nothing yet); the client gets the estimate below.
     summary.usage ??= { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0 };
     const id = `msg_shim_${Date.now().toString(36)}`;
     return frame('message_start', {
@@ -120,7 +129,8 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
         model: options.model,
         stop_reason: null,
         stop_sequence: null,
-        usage: { input_tokens: 0, output_tokens: 0 },
+        // Claude Code's proactive compaction reads the prompt size from here (contract §3.4): 0 would hide it.
+        usage: { input_tokens: options.promptTokensEstimate ?? 0, output_tokens: 0 },
       },
     });
   }
@@ -243,6 +253,10 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
         halted = true;
         // Comments or pings before it are dropped with it: writing them would commit a 200.
         return { out: undefined, leadingError: eventData(event) };
+      }
+      if (!started && (name === ':' || name === 'ping') && options.holdLeadingKeepalive?.()) {
+        modified = true;
+        continue;
       }
       const before = pieces.length;
       const replacement = handle(event, name, pieces);

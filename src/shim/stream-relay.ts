@@ -3,6 +3,7 @@ import { classifyBackendError } from './backend-errors.js';
 import { anthropicErrorEvent } from './errors.js';
 import { endResponse, sendJson, writeBody, writeHead, type Exchange } from './exchange.js';
 import { isRecord } from './fold-system.js';
+import { estimatePromptTokens } from './normalize.js';
 import { createSseProcessor } from './sse.js';
 import { translateAndSend } from './translate.js';
 
@@ -21,16 +22,22 @@ function leadingErrorStatus(data: string): { status: number; body: string } {
 }
 
 /**
- * Relays a backend's 200 event stream chunk by chunk. The client's head is held until the first event (or the first
- * keepalive), so an error that is the stream's first event (llama.cpp unified-KV exhaustion, fixture C21) still
- * becomes an HTTP error Claude Code acts on, e.g. the `prompt is too long` it compacts on. Once the head is out,
- * backend silence longer than keepaliveMs gets an `event: ping` (Claude Code drops a stream silent for 300 s).
+ * Relays a backend's 200 event stream chunk by chunk. The client's head is held until the first event or the
+ * shim's first ping, so an error that is the stream's first event (llama.cpp unified-KV exhaustion, fixture C21)
+ * still becomes an HTTP error Claude Code acts on, e.g. the `prompt is too long` it compacts on. Backend silence
+ * longer than keepaliveMs gets an `event: ping` (Claude Code drops a stream silent for 300 s); that commits the
+ * 200, after which an error can only be an Anthropic `event: error`, which Claude Code retries (docs/shim.md).
+ * keepaliveMs 0: no pings, and the backend's own keepalives (llama.cpp's `:` comments) are passed on instead.
  */
 export function relayStream(exchange: Exchange, upstream: IncomingMessage): Promise<void> {
   const { res, route, line } = exchange;
+  const keepalive = route.keepaliveMs > 0;
   const processor = createSseProcessor({
     model: route.config.servedId,
     holdLeadingError: () => !res.headersSent,
+    // The shim's ping covers the same silence and is what decides when the 200 is committed.
+    holdLeadingKeepalive: () => keepalive && !res.headersSent,
+    promptTokensEstimate: estimatePromptTokens(line.bytes_upstream || line.bytes_in),
   });
   const headers = {
     'content-type': upstream.headers['content-type'] ?? 'text/event-stream',
@@ -42,13 +49,15 @@ export function relayStream(exchange: Exchange, upstream: IncomingMessage): Prom
 
   return new Promise((resolve) => {
     let finished = false;
-    const timer = setTimeout(function ping() {
-      if (finished || res.writableEnded) return;
-      commit();
-      writeBody(exchange, PING);
-      pinged = true;
-      timer.refresh();
-    }, route.keepaliveMs);
+    const timer = keepalive
+      ? setTimeout(function ping() {
+          if (finished || res.writableEnded) return;
+          commit();
+          writeBody(exchange, PING);
+          pinged = true;
+          timer?.refresh();
+        }, route.keepaliveMs)
+      : undefined;
 
     const finish = (): void => {
       if (finished) return;
@@ -76,7 +85,7 @@ export function relayStream(exchange: Exchange, upstream: IncomingMessage): Prom
       }
       if (!out) return;
       commit();
-      timer.refresh();
+      timer?.refresh();
       if (!writeBody(exchange, out)) {
         upstream.pause();
         res.once('drain', () => upstream.resume());

@@ -13,6 +13,7 @@ export function translateAndSend(exchange: Exchange, error: BackendError, origin
     ),
     endpointName: config.endpointName,
     apiKeyEnv: config.apiKeyEnv,
+    apiKeyFrom: config.apiKeyFrom,
   });
   const lowerBound =
     (error.kind === 'context_overflow' || error.kind === 'max_tokens_too_large') &&
