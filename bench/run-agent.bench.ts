@@ -1,5 +1,6 @@
 /**
  * run_agent → first backend request, against a bare Agent SDK query() to the same emulator, in one run.
+ * The subject is the MCP tool itself, called by a real MCP Client (in-memory transport), as Claude calls it.
  * Both start the same bundled `claude` with the same system prompt preset, tools and permission mode; the
  * subject adds what localagents does before and around it (registry probe and resolution, job record,
  * shim route, env building, transcript). The measured span ends when the emulator sees the first
@@ -13,6 +14,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { query, type Query } from '@anthropic-ai/claude-agent-sdk';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterAll, bench, describe } from 'vitest';
 import { createApp } from '../src/app.js';
 import { silentDiagnostics } from '../src/diagnostics.js';
@@ -66,13 +69,19 @@ async function firstRequestFor(task: string): Promise<{ path: string; model: unk
   return { path: request.path, model: body?.model };
 }
 
-// --- subject: run_agent through the app -------------------------------------------------------------
+// --- subject: the run_agent tool, called by a real MCP client over an in-memory transport ------------
+const mcpServer = app.createMcpServer();
+const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+const client = new Client({ name: 'localagents-bench', version: '0.0.0' });
+await Promise.all([mcpServer.connect(serverTransport), client.connect(clientTransport)]);
+
 let jobId: string | undefined;
 async function runAgentOnce(): Promise<{ path: string; model: unknown }> {
   const task = nextTask();
-  const outcome = await app.runner.start({ task, cwd });
-  if (outcome.kind !== 'started') throw new Error('run_agent did not start');
-  jobId = outcome.record.id;
+  const result = await client.callTool({ name: 'run_agent', arguments: { task, cwd } });
+  const started = result.structuredContent as { id?: unknown; status?: unknown } | undefined;
+  if (typeof started?.id !== 'string') throw new Error('run_agent did not start a job');
+  jobId = started.id;
   return firstRequestFor(task);
 }
 /** Lets the previous job end on its own (the scripted model finishes quickly); cancels it if it does not. */
@@ -176,6 +185,8 @@ afterAll(async () => {
       `(${samples.query.length} pairs); added ${(subjectMs - baselineMs).toFixed(0)} ms (target ≤ +100 ms), ` +
       `ratio ${(subjectMs / baselineMs).toFixed(2)}×`,
   );
+  await client.close();
+  await mcpServer.close();
   await app.close();
   await emulator.close();
   await rm(root, { recursive: true, force: true });

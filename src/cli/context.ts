@@ -41,13 +41,15 @@ export function integerFlag(
   name: string,
   value: string | undefined,
   fallback: number,
+  min = 0,
 ): number {
   if (value === undefined) return fallback;
   const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 0) {
+  if (!Number.isInteger(parsed) || parsed < min) {
+    const expected = min === 0 ? 'a non-negative integer' : `a whole number of at least ${min}`;
     throw new LocalAgentsError(
       'BAD_ARGUMENT',
-      `localagents ${command}: --${name} must be a non-negative integer (got "${value}")`,
+      `localagents ${command}: --${name} must be ${expected} (got "${value}")`,
       { hint: `for example --${name} ${fallback}` },
     );
   }

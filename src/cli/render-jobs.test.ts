@@ -126,4 +126,17 @@ describe('renderProgress', () => {
     };
     expect(renderProgress(running, now)).toBe('[29.0s] running · turn 7 · tool Bash(npm test)');
   });
+
+  it('keeps the last tool in view while the model talks or thinks between calls', () => {
+    const talking = {
+      ...record,
+      status: 'running' as const,
+      finished_at: null,
+      last_tool: 'Bash(npm test)',
+      last_activity: { at: '', text: 'says: the tests pass' },
+    };
+    expect(renderProgress(talking, now)).toBe(
+      '[29.0s] running · turn 7 · last tool Bash(npm test) · says: the tests pass',
+    );
+  });
 });

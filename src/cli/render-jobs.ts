@@ -129,5 +129,10 @@ export function renderProgress(record: JobRecord, now: Date = new Date()): strin
   const activity =
     record.last_activity?.text ??
     (record.status === 'queued' ? 'starting' : 'waiting for the model');
-  return `[${elapsedSeconds(record, now)}] ${record.status} · turn ${record.turns} · ${clip(activity, 90)}`;
+  // The last tool stays in view while the model thinks or talks between calls.
+  const tool =
+    record.last_tool !== null && !activity.startsWith('tool ')
+      ? ` · last tool ${clip(record.last_tool, 40)}`
+      : '';
+  return `[${elapsedSeconds(record, now)}] ${record.status} · turn ${record.turns}${tool} · ${clip(activity, 90)}`;
 }

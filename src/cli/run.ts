@@ -116,11 +116,11 @@ export const runRun: CommandRun = async (context) => {
       timeoutS:
         values.timeout === undefined
           ? undefined
-          : integerFlag('run', 'timeout', values.timeout, 1800),
+          : integerFlag('run', 'timeout', values.timeout, 1800, 1),
       maxTurns:
         values['max-turns'] === undefined
           ? undefined
-          : integerFlag('run', 'max-turns', values['max-turns'], 60),
+          : integerFlag('run', 'max-turns', values['max-turns'], 60, 1),
       permissionMode:
         permissionMode !== undefined && isPermissionMode(permissionMode)
           ? permissionMode

@@ -1,10 +1,16 @@
 import type { Diagnostics } from '../diagnostics.js';
+import type { RouteConfig } from '../shim/route.js';
 import type { JobRecord, PermissionMode, SettingSource } from './job.js';
 import type { JobStore } from './store.js';
 
 /** The part of a registry resolution a job needs (registry Resolution, kind 'ready'). */
 export interface ReadyEndpoint {
-  endpoint: { name: string; base_url: string; backend: string; env: Record<string, string> };
+  endpoint: {
+    name: string;
+    base_url: string;
+    backend: RouteConfig['backend'];
+    env: Record<string, string>;
+  };
   servedId: string;
   /** Every id the backend serves: the shim leaves these names alone. */
   servedIds?: string[] | undefined;
@@ -16,19 +22,7 @@ export interface ReadyEndpoint {
 
 /** The part of the shim a job needs (src/shim/server.ts). */
 export interface JobShim {
-  addRoute(config: {
-    backendUrl: string;
-    backend: string;
-    servedId: string;
-    servedIds?: string[];
-    contextTokens?: number;
-    apiKey?: string;
-    apiKeyEnv?: string;
-    endpointName?: string;
-    logDir?: string;
-    dumpFullRequests?: boolean;
-    keepaliveMs?: number;
-  }): { baseUrl: string; close(): Promise<void> | void };
+  addRoute(config: RouteConfig): { baseUrl: string; close(): Promise<void> | void };
 }
 
 export interface JobSettings {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parsePrometheusText } from '../registry/prometheus.js';
 import type { BackendFigures } from './job.js';
 
 /** One requests.jsonl line as the shim writes it, read loosely: only the fields the figures need. */
@@ -18,15 +19,12 @@ const requestLine = z.looseObject({
 
 export type MetricsSnapshot = Map<string, number>;
 
-/** Sums every sample of each metric name (vLLM labels its series by model). Prometheus text format 0.0.4. */
+/** Sums every sample of each metric name (vLLM labels its series by model), via the registry's parser. */
 export function parsePrometheus(text: string): MetricsSnapshot {
   const totals = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line.length === 0 || line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
-    if (!match?.[1] || match[3] === undefined) continue;
-    const value = Number(match[3]);
-    if (Number.isFinite(value)) totals.set(match[1], (totals.get(match[1]) ?? 0) + value);
+  for (const sample of parsePrometheusText(text).samples) {
+    if (Number.isFinite(sample.value))
+      totals.set(sample.name, (totals.get(sample.name) ?? 0) + sample.value);
   }
   return totals;
 }

@@ -137,11 +137,18 @@ export const jobRecordSchema = z.object({
   tool_calls: z.number(),
   files_touched: z.array(z.string()),
   last_activity: z.object({ at: z.string(), text: z.string() }).nullable(),
+  /** The last tool call, e.g. `Bash(npm test)`. */
+  last_tool: z.string().nullable().default(null),
   result_text: z.string().nullable(),
   terminal_reason: z.string().nullable(),
   error: jobErrorSchema.nullable(),
   usage: usageSchema.nullable(),
   backend: backendFiguresSchema.nullable(),
+  /**
+   * isolation none in a git repository: whether git saw the tree change while the job ran (edits made
+   * through Bash included); null when it cannot be told (no repository, or a worktree job).
+   */
+  changed_on_disk: z.boolean().nullable().default(null),
   /** A job that ended with no edits and no meaningful result text: it may have done nothing. */
   possible_no_op: z.boolean(),
   warnings: z.array(z.string()),

@@ -85,6 +85,8 @@ describe('isPossibleNoOp', () => {
     ['no edits and "Done."', { result_text: 'Done.' }, true],
     ['no edits and no text', { result_text: null }, true],
     ['an edited file', { result_text: 'Done.', files_touched: ['a.ts'] }, false],
+    ['a change git saw (through Bash)', { result_text: 'Done.', changed_on_disk: true }, false],
+    ['a tree git saw unchanged', { result_text: 'Done.', changed_on_disk: false }, true],
     ['a real report', { result_text: 'Checked a.ts: the bug was already fixed.' }, false],
   ])('flags a succeeded job with %s: %s', (_what, patch, expected) => {
     expect(isPossibleNoOp({ ...base, status: 'succeeded', ...patch })).toBe(expected);

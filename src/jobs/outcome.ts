@@ -89,8 +89,11 @@ export function finishedFields(
   };
 }
 
-/** Succeeded, yet no edits (no touched file, no kept worktree) and no real report: maybe nothing was done. */
+/** Succeeded, yet no edits (no touched file, no kept worktree, no change git saw) and no real report. */
 export function isPossibleNoOp(record: JobRecord): boolean {
-  const edited = record.files_touched.length > 0 || record.worktree?.state === 'kept';
+  const edited =
+    record.files_touched.length > 0 ||
+    record.worktree?.state === 'kept' ||
+    record.changed_on_disk === true;
   return record.status === 'succeeded' && !edited && !isMeaningfulResult(record.result_text);
 }

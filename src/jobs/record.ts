@@ -47,6 +47,8 @@ export function newJobRecord(input: NewJobInput): JobRecord {
     error: null,
     usage: null,
     backend: null,
+    changed_on_disk: null,
+    last_tool: null,
     possible_no_op: false,
     warnings: [],
     owner_pid: process.pid,

@@ -13,6 +13,8 @@ import { decideOutcome, finishedFields, isPossibleNoOp } from './outcome.js';
 import { isProcessAlive, terminateProcess } from './process.js';
 import { runSession } from './session.js';
 import { buildSessionEnv } from './session-env.js';
+import { watchCancelRequest } from './cancel-request.js';
+import { fingerprintTree } from './tree-fingerprint.js';
 import { JOB_FILES } from './store.js';
 import { createTranscript, formatDoneLine, formatStartLine, formatStderr } from './transcript.js';
 import { finishWorktree } from './worktree.js';
@@ -57,9 +59,18 @@ export async function executeJob(
     job.termination ??= 'timeout';
     job.controller.abort();
   }, settings.timeoutS * 1000);
+  const cancelRequest = watchCancelRequest(store.jobDir(id), () => {
+    job.termination ??= 'cancelled';
+    job.controller.abort();
+  });
   let route: { baseUrl: string; close(): Promise<void> | void } | undefined;
   let metricsBefore: Promise<MetricsSnapshot | undefined> = Promise.resolve(undefined);
   let thrown: unknown;
+  // Taken while claude starts; compared at the end so edits made through Bash count as edits too.
+  const treeBefore =
+    job.record.isolation === 'none'
+      ? fingerprintTree(job.record.run_cwd).catch(() => undefined)
+      : Promise.resolve(undefined);
   try {
     const shim = await deps.shim();
     route = shim.addRoute({
@@ -132,6 +143,7 @@ export async function executeJob(
           turns: stats.turns,
           tool_calls: stats.toolCalls,
           files_touched: stats.filesTouched,
+          last_tool: stats.lastTool ?? job.record.last_tool,
           last_activity: stats.lastActivity
             ? { at: new Date().toISOString(), text: stats.lastActivity }
             : job.record.last_activity,
@@ -143,6 +155,7 @@ export async function executeJob(
     thrown = error;
   } finally {
     clearTimeout(timeout);
+    cancelRequest.close();
   }
 
   // Teardown: each step guarded so one failure cannot skip the rest.
@@ -158,8 +171,11 @@ export async function executeJob(
     }
   };
   // `localagents cancel` from another process leaves a marker and stops claude: a cancel, not a failure.
+  // The watch above normally sees it first; this covers a claude stopped before its event arrived.
+  // A session that reached its result finished on its own and keeps its outcome.
   if (
     !job.termination &&
+    !transcript.stats().result &&
     (await access(join(store.jobDir(id), JOB_FILES.cancelRequest)).then(
       () => true,
       () => false,
@@ -202,6 +218,12 @@ export async function executeJob(
     await guard('finishing the worktree', async () => {
       job.record = { ...job.record, worktree: await finishWorktree(worktree, id) };
     });
+  await guard('checking the tree for changes', async () => {
+    const before = await treeBefore;
+    if (before === undefined) return;
+    const after = await fingerprintTree(job.record.run_cwd);
+    job.record = { ...job.record, changed_on_disk: after !== before };
+  });
   job.record = { ...job.record, possible_no_op: isPossibleNoOp(job.record) };
   writeLines([
     formatDoneLine({

@@ -8,6 +8,8 @@ import type { ActiveJob, JobShim, ReadyEndpoint } from './active-job.js';
 import { cancelElsewhere, recoverJobs, type Recovery } from './recover.js';
 import { executeJob } from './run-job.js';
 import { buildSystemPromptAppend, delegateToolLists } from './session-env.js';
+import { waitForRecordElsewhere } from './watch-record.js';
+import { moveRepoPaths, worktreeNotice } from './worktree-brief.js';
 import type { JobStore } from './store.js';
 
 /** What the runner needs of the registry: resolution of a model name and the defaults (registry.ts). */
@@ -80,6 +82,7 @@ export function createRunner<R>(deps: RunnerDeps<R>): Runner<R> {
       { previous, baseRef: request.baseRef, stateDir: deps.stateDir },
     );
     await deps.store.save(record);
+    const worktree = record.worktree;
 
     const tools = delegateToolLists(
       request.allowedTools ?? defaults.allowed_tools,
@@ -110,7 +113,9 @@ export function createRunner<R>(deps: RunnerDeps<R>): Runner<R> {
       job,
       ready,
       {
-        prompt: request.task,
+        prompt: worktree
+          ? moveRepoPaths(request.task, worktree.repo_root, worktree.path)
+          : request.task,
         permissionMode: record.permission_mode,
         allowedTools: tools.allowed,
         disallowedTools: tools.disallowed,
@@ -120,6 +125,7 @@ export function createRunner<R>(deps: RunnerDeps<R>): Runner<R> {
         systemPromptAppend: buildSystemPromptAppend([
           defaults.system_prompt_append,
           request.systemPromptAppend,
+          worktree ? worktreeNotice(worktree.repo_root, worktree.path) : undefined,
         ]),
         resumeSessionId: previous?.session_id ?? undefined,
         dumpRequests: defaults.dump_requests,
@@ -143,7 +149,7 @@ export function createRunner<R>(deps: RunnerDeps<R>): Runner<R> {
     onProgress?: (record: JobRecord) => void,
   ): Promise<JobRecord> => {
     const job = active.get(validateJobId(id));
-    if (!job) return deps.store.read(id);
+    if (!job) return waitForRecordElsewhere(deps.store, id, timeoutMs, onProgress);
     let timer: NodeJS.Timeout | undefined;
     const listener = onProgress ? (record: JobRecord) => onProgress(record) : undefined;
     if (listener) job.listeners.add(listener);

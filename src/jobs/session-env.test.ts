@@ -5,6 +5,7 @@ import {
   delegateToolLists,
   looksLikeClaudeModel,
   outputBudgetTokens,
+  pinnedSettingsEnv,
 } from './session-env.js';
 
 const base = {
@@ -174,5 +175,30 @@ describe('buildSystemPromptAppend', () => {
     expect(buildSystemPromptAppend(['You are a delegate: do X.', 'also Y'])).toBe(
       'You are a delegate: do X.\n\nalso Y',
     );
+  });
+});
+
+describe('pinnedSettingsEnv', () => {
+  it('keeps the routing, window and privacy variables a job sets, and nothing of the rest', () => {
+    const env = buildSessionEnv({
+      baseEnv: base,
+      servedId: 'q',
+      baseUrl: 'http://127.0.0.1:4000/j/tok',
+      contextTokens: 32768,
+      timeoutS: 60,
+      endpointEnv: { LLAMA_EXTRA: 'x', CLAUDE_CODE_EFFORT_LEVEL: 'low' },
+    });
+    const pinned = pinnedSettingsEnv(env);
+    expect(pinned).toMatchObject({
+      ANTHROPIC_BASE_URL: 'http://127.0.0.1:4000/j/tok',
+      ANTHROPIC_MODEL: 'q',
+      CLAUDE_CODE_MAX_CONTEXT_TOKENS: '32768',
+      API_TIMEOUT_MS: '60000',
+      DISABLE_TELEMETRY: '1',
+      CLAUDE_CODE_EFFORT_LEVEL: 'low',
+    });
+    expect(Object.keys(pinned)).not.toContain('PATH');
+    expect(Object.keys(pinned)).not.toContain('LLAMA_EXTRA');
+    expect(pinned.ANTHROPIC_API_KEY).toBe('localagents-shim');
   });
 });

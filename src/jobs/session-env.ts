@@ -74,6 +74,21 @@ export function buildSessionEnv(input: SessionEnvInput): Record<string, string> 
   return { ...env, ...input.endpointEnv };
 }
 
+/**
+ * The part of the child's environment that Claude Code's own settings must not override: a project's
+ * `.claude/settings.json` (setting source `project`) may carry an `env` block, and Claude Code applies it
+ * over the process environment — an ANTHROPIC_BASE_URL there would take the delegate off the shim (and
+ * off the local model) and a CLAUDE_CODE_MAX_CONTEXT_TOKENS there would stop compaction. Passed back as
+ * flag settings (`--settings`), the highest user-controlled layer, so ours win.
+ */
+export function pinnedSettingsEnv(env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(env).filter(
+      ([key]) => isInheritedClaudeSetting(key) || key.startsWith('DISABLE_'),
+    ),
+  );
+}
+
 /** Tools a delegate never gets: anything that spawns agents or moves the session to another worktree. */
 export const DELEGATE_FORBIDDEN_TOOLS = [
   'Agent',

@@ -1,6 +1,7 @@
 import { query, type Options } from '@anthropic-ai/claude-agent-sdk';
 import type { PermissionMode, SettingSource } from './job.js';
 import { spawnClaudeProcess } from './process.js';
+import { pinnedSettingsEnv } from './session-env.js';
 
 export interface SessionOptions {
   prompt: string;
@@ -35,6 +36,7 @@ function sessionOptions(options: SessionOptions, abortController: AbortControlle
     allowedTools: options.allowedTools,
     disallowedTools: options.disallowedTools,
     settingSources: options.settingSources,
+    settings: { env: pinnedSettingsEnv(options.env) },
     maxTurns: options.maxTurns,
     abortController,
     ...(options.resume === undefined ? {} : { resume: options.resume }),

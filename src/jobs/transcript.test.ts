@@ -69,6 +69,31 @@ describe('createTranscript', () => {
     expect(transcript.add('not a message')).toEqual([]);
   });
 
+  it('drops a file whose only edit was denied or failed, and keeps one edited successfully before', () => {
+    const transcript = createTranscript('/w');
+    const use = (id: string, path: string) => ({
+      type: 'assistant',
+      message: {
+        id: `m-${id}`,
+        content: [{ type: 'tool_use', id, name: 'Write', input: { file_path: path } }],
+      },
+    });
+    const result = (id: string, isError: boolean) => ({
+      type: 'user',
+      message: {
+        content: [{ type: 'tool_result', tool_use_id: id, content: 'x', is_error: isError }],
+      },
+    });
+    transcript.add(use('t1', '/w/denied.txt'));
+    expect(transcript.stats().filesTouched).toEqual(['denied.txt']);
+    transcript.add(result('t1', true));
+    transcript.add(use('t2', '/w/ok.txt'));
+    transcript.add(result('t2', false));
+    transcript.add(use('t3', '/w/ok.txt'));
+    transcript.add(result('t3', true));
+    expect(transcript.stats().filesTouched).toEqual(['ok.txt']);
+  });
+
   it('keeps paths outside the working directory absolute', () => {
     const transcript = createTranscript('/w/repo');
     transcript.add({

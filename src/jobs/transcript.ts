@@ -16,6 +16,8 @@ export interface TranscriptStats {
   toolCalls: number;
   filesTouched: string[];
   lastActivity: string | undefined;
+  /** The last tool call, e.g. `Bash(npm test)`: progress lines show it beside the last activity. */
+  lastTool: string | undefined;
   lastText: string | undefined;
   result: SdkResult | undefined;
 }
@@ -85,13 +87,20 @@ function touchedFile(name: string, input: unknown): string | undefined {
 /** Accumulates SDK messages into transcript lines and job statistics. `cwd` makes touched paths relative. */
 export function createTranscript(cwd: string): Transcript {
   const seenTurns = new Set<string>();
-  const files = new Set<string>();
+  // A file counts as touched once its edit succeeded, or while the edit's result is still out (a job
+  // stopped mid-edit may have changed it); an edit whose result is an error (denied, failed) does not.
+  const files = new Map<string, 'pending' | 'done'>();
+  const pendingEdits = new Map<string, string>();
+  const publishFiles = (): void => {
+    stats.filesTouched = [...files.keys()];
+  };
   const stats: TranscriptStats = {
     sessionId: undefined,
     turns: 0,
     toolCalls: 0,
     filesTouched: [],
     lastActivity: undefined,
+    lastTool: undefined,
     lastText: undefined,
     result: undefined,
   };
@@ -142,13 +151,16 @@ export function createTranscript(cwd: string): Transcript {
             const input: unknown = 'input' in block ? block.input : undefined;
             stats.toolCalls += 1;
             const file = touchedFile(block.name, input);
-            if (file !== undefined && !files.has(relativePath(file))) {
-              files.add(relativePath(file));
-              stats.filesTouched = [...files];
+            if (file !== undefined) {
+              const path = relativePath(file);
+              if (!files.has(path)) files.set(path, 'pending');
+              if ('id' in block && typeof block.id === 'string') pendingEdits.set(block.id, path);
+              publishFiles();
             }
             const call = describeToolCall(block.name, input);
             lines.push(`${sub}tool ${call}`);
             stats.lastActivity = `tool ${call}`;
+            stats.lastTool = call;
           }
         }
         return lines;
@@ -160,6 +172,14 @@ export function createTranscript(cwd: string): Transcript {
           if (block.type !== 'tool_result' || !('tool_use_id' in block)) continue;
           const content: unknown = 'content' in block ? block.content : undefined;
           const failed = 'is_error' in block && block.is_error === true;
+          const edited =
+            typeof block.tool_use_id === 'string' ? pendingEdits.get(block.tool_use_id) : undefined;
+          if (edited !== undefined) {
+            pendingEdits.delete(String(block.tool_use_id));
+            if (!failed) files.set(edited, 'done');
+            else if (files.get(edited) === 'pending') files.delete(edited);
+            publishFiles();
+          }
           const text = excerpt(toolResultText(content), TOOL_RESULT_EXCERPT);
           lines.push(
             `${sub}${failed ? 'tool error' : 'result'}:${text ? `\n${indent(text)}` : ' (empty)'}`,

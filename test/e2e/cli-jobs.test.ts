@@ -152,6 +152,12 @@ describe('localagents run / jobs / show / log / diff', () => {
     const badId = await cli(['show', '../etc'], { env, cwd });
     expect(badId.code).toBe(2);
     expect(badId.stderr).toContain('is not a job id');
+    // A zero timeout or turn budget could never succeed: refused like the MCP tool refuses it.
+    for (const flag of ['--timeout', '--max-turns']) {
+      const zero = await cli(['run', 'x', '--cwd', cwd, flag, '0'], { env, cwd });
+      expect(zero.code).toBe(2);
+      expect(zero.stderr).toContain(`${flag} must be a whole number of at least 1 (got "0")`);
+    }
   });
 
   it('detaches a job, follows its log to the end, and cancels a detached job from another process', async () => {

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -64,6 +64,55 @@ describe('job lifecycle', () => {
     expect(cancelled.status).toBe('cancelled');
     expect(await runningClaudePids()).not.toContain(pid);
     expect((await app.store.read(id)).status).toBe('cancelled');
+  });
+
+  it('cancels from another runner a job whose claude has not spoken yet, without waiting out the deadline', async () => {
+    // A "claude" that never starts talking: the job is running, but there is no claude process to stop,
+    // so only the owner's AbortController can end it. The other runner can reach it only via the marker.
+    const bin = await tempDir({ 'silent-claude': '#!/bin/sh\nexec sleep 600\n' });
+    const claudePath = join(bin, 'silent-claude');
+    await chmod(claudePath, 0o755);
+    const owner = await startTestApp(emulatorConfig(emulator.url), { claudePath });
+    const started = await callTool(owner.client, 'run_agent', {
+      task: 'Write hello.txt.',
+      cwd: bin,
+    });
+    const id = String(started.id);
+    const pid = await waitFor(
+      async () => (await owner.app.runner.get(id)).claude_pid ?? undefined,
+      {
+        timeoutMs: 30_000,
+        what: 'the wrapper pid',
+      },
+    );
+    const other = await startTestApp(emulatorConfig(emulator.url), { stateDir: owner.stateDir });
+    const cancelled = await other.app.runner.cancel(id);
+    expect(cancelled.status).toBe('cancelled');
+    expect(isLive(pid)).toBe(false);
+  });
+
+  it('waits from another runner for a job it does not own until the job ends', async () => {
+    const owner = await startTestApp(emulatorConfig(emulator.url));
+    // Holds the first answer back, so the job is still running when the other runner starts waiting.
+    emulator.injectFaults([{ kind: 'delay', ms: 1500, count: 1 }]);
+    const before = emulator.requests.length;
+    const started = await callTool(owner.client, 'run_agent', {
+      task: 'Write hello.txt.',
+      cwd: await tempDir(),
+    });
+    const id = String(started.id);
+    await emulator.waitForRequest(
+      (request) => request.id > before && request.path.startsWith('/v1/messages'),
+      30_000,
+    );
+    const other = await startTestApp(emulatorConfig(emulator.url), { stateDir: owner.stateDir });
+    expect((await other.app.runner.get(id)).status).toBe('running');
+    const progress: string[] = [];
+    const waited = await other.app.runner.wait(id, 60_000, (record) =>
+      progress.push(record.status),
+    );
+    expect(waited.status).toBe('succeeded');
+    expect(progress.length).toBeGreaterThan(0);
   });
 
   it('runs two jobs at once on a two-slot backend and both succeed', async () => {
@@ -181,3 +230,13 @@ describe('job lifecycle', () => {
     expect(await readFile(marker, 'utf8')).toContain('stream-json');
   });
 });
+
+/** Whether `pid` is a live process (not gone, not a zombie waiting to be reaped), from /proc. */
+function isLive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}

@@ -192,6 +192,31 @@ describe('MCP answers', () => {
     expect(answer.endpoint).toBe('emu');
   });
 
+  it('answers local_complete for a model that is not running, and a backend error as a tool error', async () => {
+    const { client } = await startTestApp(emulatorConfig(emulator.url, MENU));
+    const unavailable = await callToolRaw(client, 'local_complete', {
+      prompt: 'Say hello.',
+      model: 'deepseek-v4-flash',
+    });
+    expect(unavailable.isError).toBeFalsy();
+    expect(unavailable.structuredContent).toMatchObject({
+      status: 'model_unavailable',
+      host: 'gpu-server',
+    });
+    const noEndpoint = await callToolRaw(client, 'local_complete', {
+      prompt: 'Say hello.',
+      endpoint: 'nowhere',
+    });
+    expect(noEndpoint.isError).toBeFalsy();
+    expect(JSON.stringify(noEndpoint.structuredContent)).toContain(
+      'no endpoint named \\"nowhere\\"',
+    );
+    emulator.injectFaults([{ kind: 'status', status: 500, count: 1 }]);
+    const failed = await callToolRaw(client, 'local_complete', { prompt: 'Say hello.' });
+    expect(failed.isError).toBe(true);
+    expect(errorText(failed)).toContain('emu answered HTTP 500');
+  });
+
   it('lists finished jobs only when asked to', async () => {
     const { client } = await startTestApp(emulatorConfig(emulator.url));
     const cwd = await tempDir();

@@ -186,6 +186,44 @@ describe('run_agent over MCP', () => {
     expect(full.trim().split('\n')).toHaveLength(record.backend?.requests ?? -1);
   });
 
+  it('points absolute paths into the user tree at the worktree, so the user tree stays untouched', async () => {
+    // The task is an absolute path into the user's repository, as Claude's briefs usually are; the
+    // scripted model writes exactly the path the task names.
+    const scripted = await startEmulator({
+      script: [
+        { toolCalls: [{ name: 'Write', input: { file_path: '${task}', content: 'draft\n' } }] },
+        { text: 'Done: wrote the notes.' },
+      ],
+    });
+    try {
+      const { client, app } = await startTestApp(emulatorConfig(scripted.url));
+      const repo = await gitRepo({ 'README.md': '# r\n' });
+      const before = scripted.requests.length;
+      const summary = await callTool(client, 'run_agent', {
+        task: join(repo, 'notes.txt'),
+        cwd: repo,
+        isolation: 'worktree',
+        wait_s: 100,
+      });
+      expect(summary.status).toBe('succeeded');
+      const record = await app.store.read(String(summary.id));
+      const worktree = record.worktree?.path ?? '/nonexistent';
+      expect(await readFile(join(worktree, 'notes.txt'), 'utf8')).toBe('draft\n');
+      expect(existsSync(join(repo, 'notes.txt'))).toBe(false);
+      expect(await git(repo, 'status', '--porcelain')).toBe('');
+      expect(record.task).toBe(join(repo, 'notes.txt'));
+      const first = scripted.requests
+        .slice(before)
+        .find((request) => request.path.startsWith('/v1/messages'))?.body as {
+        system?: { text: string }[];
+      };
+      const system = (first.system ?? []).map((block) => block.text).join('\n');
+      expect(system).toContain(`isolated git worktree at ${worktree}`);
+    } finally {
+      await scripted.close();
+    }
+  });
+
   it('removes the worktree and branch of a worktree job that changed nothing', async () => {
     const quiet = await startEmulator({
       script: [{ text: 'Nothing needed changing; the README is already correct.' }],

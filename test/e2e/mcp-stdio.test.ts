@@ -6,7 +6,7 @@ import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
 import { isProcessAlive } from '../../src/jobs/process.js';
 import { createJobStore } from '../../src/jobs/store.js';
 import { isolatedClaudeEnv } from '../support/claude-env.js';
-import { gitRepo } from '../support/git-repo.js';
+import { git, gitRepo } from '../support/git-repo.js';
 import {
   callTool,
   connectStdioClient,
@@ -36,10 +36,11 @@ async function serverSetup() {
 }
 
 describe('localagents serve over stdio (dist)', () => {
-  it('lists models, runs a worktree job and reports it succeeded', async () => {
+  it('lists models, runs a worktree job and reports it succeeded, as `claude mcp add … -- localagents --config F` runs it', async () => {
     const { configFile, configDir, stateDir, env } = await serverSetup();
+    // No `serve`: the default command is what `claude mcp add` starts.
     const { client } = await connectStdioClient({
-      args: ['serve', '--config', configFile],
+      args: ['--config', configFile],
       env,
       cwd: configDir,
     });
@@ -53,11 +54,56 @@ describe('localagents serve over stdio (dist)', () => {
     });
     const summary = await callTool(client, 'wait_job', { job_id: String(started.id) });
     expect(summary.status).toBe('succeeded');
-    const record = await createJobStore(stateDir).read(String(started.id));
+    expect(summary.files_touched).toEqual(['hello.txt']);
+    const store = createJobStore(stateDir);
+    const record = await store.read(String(started.id));
+    expect(record.worktree?.state).toBe('kept');
     expect(await readFile(join(record.run_cwd, 'hello.txt'), 'utf8')).toBe(
       'hello from the local model\n',
     );
     expect(existsSync(join(repo, 'hello.txt'))).toBe(false);
+    expect(await git(repo, 'status', '--porcelain')).toBe('');
+    // The record is complete on disk: transcript to its done line, every SDK message, every request.
+    const dir = store.jobDir(record.id);
+    expect(await readFile(join(dir, 'transcript.txt'), 'utf8')).toMatch(
+      /\n=== done: succeeded after \d+ turns, 2 tool calls/,
+    );
+    const events = (await readFile(join(dir, 'events.jsonl'), 'utf8')).trim().split('\n');
+    expect(JSON.parse(events[0] ?? '{}')).toMatchObject({ kind: 'system/init' });
+    expect(JSON.parse(events.at(-1) ?? '{}')).toMatchObject({ kind: 'result/success' });
+    const requests = (await readFile(join(dir, 'requests.jsonl'), 'utf8')).trim().split('\n');
+    expect(requests).toHaveLength(record.backend?.requests ?? -1);
+    expect(requests.map((line) => (JSON.parse(line) as { status: number }).status)).toEqual(
+      requests.map(() => 200),
+    );
+
+    // A worktree job that changes nothing leaves neither worktree nor branch behind. Its endpoint is
+    // registered over MCP too (models.local.yaml beside the user's file, which stays as it was).
+    const quiet = await startEmulator({ script: [{ text: 'Nothing to change.' }] });
+    try {
+      const userFile = await readFile(configFile, 'utf8');
+      await callTool(client, 'register_endpoint', {
+        name: 'quiet',
+        base_url: quiet.url,
+        backend: 'llama.cpp',
+      });
+      expect(await readFile(configFile, 'utf8')).toBe(userFile);
+      const quietRun = await callTool(client, 'run_agent', {
+        task: 'Check the README.',
+        cwd: repo,
+        endpoint: 'quiet',
+        isolation: 'worktree',
+        wait_s: 100,
+      });
+      expect(quietRun.status).toBe('succeeded');
+      const quietRecord = await store.read(String(quietRun.id));
+      expect(quietRecord.endpoint).toBe('quiet');
+      expect(quietRecord.worktree?.state).toBe('removed');
+      expect(existsSync(quietRecord.worktree?.path ?? '/')).toBe(false);
+      expect(await git(repo, 'branch', '--list', `local-agent/${quietRecord.id}`)).toBe('');
+    } finally {
+      await quiet.close();
+    }
   });
 
   it('marks the job of a killed server interrupted at the next start, stops its orphaned claude and lists old jobs', async () => {
