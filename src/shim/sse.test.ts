@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { createSseProcessor, type SseProcessor } from './sse.js';
+import { countPlainEvents, createSseProcessor, type SseProcessor } from './sse.js';
 
 const LLAMA = new URL('../../../shared/fixtures/llama.cpp/', import.meta.url);
 
@@ -236,5 +236,33 @@ describe('createSseProcessor', () => {
     const body = capturedStream('A12-messages-plain-stream.sse');
     const p = processor();
     expect(run(p, body.replace(/\n/g, '\r\n'), 33)).toBe(body);
+  });
+});
+
+describe('countPlainEvents', () => {
+  const delta = 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0}\n\n';
+  const stop = 'event:content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n';
+  it.each([
+    [delta, 1],
+    [delta + stop + delta, 3],
+    ['', 0],
+  ])('counts the plain events of %j', (text, count) => {
+    expect(countPlainEvents(Buffer.from(text))).toBe(count);
+  });
+
+  it.each([
+    delta + 'event: message_delta\ndata: {}\n\n',
+    'event: ping\ndata: {"type": "ping"}\n\n' + delta,
+    ': keepalive\n\n',
+    'data: [DONE]\n\n',
+    // A name that only starts like a plain one.
+    'event: content_block_deltas\ndata: {}\n\n',
+  ])('says %j needs a look', (text) => {
+    expect(countPlainEvents(Buffer.from(text))).toBeUndefined();
+  });
+
+  it('is not fooled by event names inside the data', () => {
+    const text = 'event: content_block_delta\ndata: {"text":"event: error"}\n\n';
+    expect(countPlainEvents(Buffer.from(text))).toBe(1);
   });
 });

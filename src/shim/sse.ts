@@ -64,29 +64,35 @@ export interface SseProcessorOptions {
   promptTokensEstimate?: number;
 }
 
-/** Event names (and the data-only `[DONE]`) that need a look; every other event passes untouched. */
-const INTERESTING = [
-  'event: message_',
-  'event: content_block_start',
-  'event: error',
-  'event: ping',
-  'data: [DONE]',
-  'event:message_',
-  'event:content_block_start',
-  'event:error',
-  'event:ping',
+/** The events that make up almost all of a stream and never need a look: counted and passed on untouched. */
+const PLAIN_EVENTS = [
+  'event: content_block_delta\n',
+  'event: content_block_stop\n',
+  'event:content_block_delta\n',
+  'event:content_block_stop\n',
 ].map((text) => Buffer.from(text));
-const EVENT_START = Buffer.from('\n\nevent:');
 
-/** Events in a run of complete events: JSON data never holds a raw blank line, so `\n\nevent:` only starts one. */
-function countEvents(complete: Buffer): number {
-  let count = complete.subarray(0, 6).toString('latin1') === 'event:' ? 1 : 0;
-  for (
-    let at = complete.indexOf(EVENT_START);
-    at !== -1;
-    at = complete.indexOf(EVENT_START, at + 2)
-  ) {
+function startsWithAt(data: Buffer, at: number, prefix: Buffer): boolean {
+  if (at + prefix.length > data.length) return false;
+  for (let index = 0; index < prefix.length; index++) {
+    if (data[at + index] !== prefix[index]) return false;
+  }
+  return true;
+}
+
+/**
+ * How many events a run of complete events holds when every one is a plain delta or block stop; undefined as
+ * soon as one is anything else. One pass over the bytes (an event ends at its blank line: JSON data never holds
+ * a raw newline), comparing only the first bytes of each event — the relay's per-chunk cost on a fast stream.
+ */
+export function countPlainEvents(complete: Buffer): number | undefined {
+  let count = 0;
+  for (let at = 0; at < complete.length; ) {
+    if (!PLAIN_EVENTS.some((prefix) => startsWithAt(complete, at, prefix))) return undefined;
     count++;
+    const end = complete.indexOf(SEPARATOR, at);
+    if (end === -1) break;
+    at = end + 2;
   }
   return count;
 }
@@ -233,8 +239,9 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     pending = rest.length > 0 || carry ? Buffer.concat(carry ? [rest, carry] : [rest]) : undefined;
     const complete = data.subarray(0, completeEnd);
     // Most chunks hold only content_block_delta/stop events: counted, passed on, nothing parsed.
-    if (sawMessageStart && !INTERESTING.some((needle) => complete.includes(needle))) {
-      summary.events += countEvents(complete);
+    const plain = sawMessageStart ? countPlainEvents(complete) : undefined;
+    if (plain !== undefined) {
+      summary.events += plain;
       started = true;
       return { out: complete };
     }

@@ -46,6 +46,11 @@ export function relayStream(exchange: Exchange, upstream: IncomingMessage): Prom
   };
   const commit = (): void => writeHead(exchange, 200, headers);
   let pinged = false;
+  let corked = false;
+  const uncork = (): void => {
+    corked = false;
+    res.uncork();
+  };
 
   return new Promise((resolve) => {
     let finished = false;
@@ -86,6 +91,14 @@ export function relayStream(exchange: Exchange, upstream: IncomingMessage): Prom
       if (!out) return;
       commit();
       timer?.refresh();
+      // One socket read of the backend can hold hundreds of token chunks, each a 'data' event in this same
+      // tick: corked until the tick ends, they leave in one writev instead of one syscall each. Nothing
+      // waits for a later tick, so no byte is held back.
+      if (!corked) {
+        corked = true;
+        res.cork();
+        process.nextTick(uncork);
+      }
       if (!writeBody(exchange, out)) {
         upstream.pause();
         res.once('drain', () => upstream.resume());
