@@ -96,13 +96,7 @@ describe('probeEndpoint against the llama.cpp emulator', () => {
       latency: { prefillMsPerToken: 5000 },
     });
     occupySlot(emu.url);
-    const probe = await waitFor(
-      async () => {
-        const result = await probeEndpoint(endpoint(emu.url), { timeoutMs: 2000, env: {} });
-        return result.slots?.busy === 1 ? result : undefined;
-      },
-      { timeoutMs: 10_000, what: 'a busy slot' },
-    );
+    const probe = await probeUntilOneBusy(emu.url);
     expect(probe.slots).toEqual({ total: 2, busy: 1, free: 1, source: 'slots' });
   });
 
@@ -124,13 +118,7 @@ describe('probeEndpoint against the llama.cpp emulator', () => {
       latency: { prefillMsPerToken: 5000 },
     });
     occupySlot(emu.url);
-    const probe = await waitFor(
-      async () => {
-        const result = await probeEndpoint(endpoint(emu.url), { timeoutMs: 2000, env: {} });
-        return result.slots?.busy === 1 ? result : undefined;
-      },
-      { timeoutMs: 10_000, what: 'a busy slot in /metrics' },
-    );
+    const probe = await probeUntilOneBusy(emu.url);
     expect(probe.slots).toEqual({ total: 2, busy: 1, free: 1, source: 'metrics' });
     expect(probe.status).toBe('ok');
   });
@@ -209,3 +197,14 @@ describe('probeEndpoint with an API key (llama.cpp)', () => {
     expect(JSON.stringify(probe)).not.toContain('sk-wrong');
   });
 });
+
+/** Probes until the endpoint reports one busy slot (a request holds it), with a deadline. */
+function probeUntilOneBusy(url: string) {
+  return waitFor(
+    async () => {
+      const result = await probeEndpoint(endpoint(url), { timeoutMs: 2000, env: {} });
+      return result.slots?.busy === 1 ? result : undefined;
+    },
+    { timeoutMs: 10_000, what: 'one busy slot' },
+  );
+}
