@@ -87,7 +87,7 @@ function startsWithAt(data: Buffer, at: number, prefix: Buffer): boolean {
  */
 export function countPlainEvents(complete: Buffer): number | undefined {
   let count = 0;
-  for (let at = 0; at < complete.length; ) {
+  for (let at = 0; at < complete.length;) {
     if (!PLAIN_EVENTS.some((prefix) => startsWithAt(complete, at, prefix))) return undefined;
     count++;
     const end = complete.indexOf(SEPARATOR, at);
