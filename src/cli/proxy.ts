@@ -196,8 +196,12 @@ export const runProxy: CommandRun = async (context) => {
       dumpFullRequests: values['dump-requests'] === true,
       keepaliveMs: keepaliveS * 1000,
     });
-    for (const [name, value] of proxyEnvironment(added.baseUrl, route))
-      context.stdout.write(`${name}=${shellValue(value)}\n`);
+    // One write: a script (or `eval`) that reads up to ANTHROPIC_BASE_URL gets every line with it.
+    context.stdout.write(
+      proxyEnvironment(added.baseUrl, route)
+        .map(([name, value]) => `${name}=${shellValue(value)}\n`)
+        .join(''),
+    );
     context.stderr.write(
       `localagents proxy: ${route.servedId} on ${route.backendUrl} (${route.backend}${route.contextTokens ? `, ${route.contextTokens}-token window` : ''}); ` +
         `requests logged to ${join(logDir, 'requests.jsonl')}. Export the lines above where you run claude; Ctrl-C stops.\n`,

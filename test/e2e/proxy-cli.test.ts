@@ -44,8 +44,7 @@ async function startProxy(args: string[], env: NodeJS.ProcessEnv) {
   });
   if (exports.ANTHROPIC_BASE_URL === undefined)
     throw new Error(`proxy exited ${child.exitCode}: ${stderr}`);
-  // The other lines are written in the same tick; give readline the rest of the chunk.
-  await waitFor(() => exports.ANTHROPIC_MODEL !== undefined, { what: 'the ANTHROPIC_MODEL line' });
+  // All lines are written at once (one pipe chunk), so readline has the rest of them by now.
   return { child, exports, stderr: () => stderr };
 }
 
