@@ -46,6 +46,15 @@ describe('createJobStore', () => {
     ]);
   });
 
+  it('lists two jobs of the same second in the order they were created, whatever their suffixes', async () => {
+    const store = createJobStore(await tempDir());
+    const earlier = { ...record('20261129-000001-zzzz'), created_at: '2026-11-29T00:00:01.100Z' };
+    const later = { ...record('20261129-000001-aaaa'), created_at: '2026-11-29T00:00:01.900Z' };
+    await store.save(later);
+    await store.save(earlier);
+    expect((await store.list()).map((job) => job.id)).toEqual([earlier.id, later.id]);
+  });
+
   it('answers JOB_NOT_FOUND for an unknown id and rejects path traversal', async () => {
     const store = createJobStore(await tempDir());
     await expect(store.read('20261129-000000-cccc')).rejects.toMatchObject({

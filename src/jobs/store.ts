@@ -30,7 +30,7 @@ export interface JobStore {
   /** Writes job.json through a temp file and rename, so a reader never sees half a record. */
   save(record: JobRecord): Promise<void>;
   read(id: string): Promise<JobRecord>;
-  /** Every readable record, oldest first (ids sort by creation time). */
+  /** Every readable record, oldest first (by created_at: ids only sort to the second). */
   list(): Promise<JobRecord[]>;
   open(id: string, file: string): Appender;
   /** The last `lines` lines of a job's text file ('' when the file does not exist yet). */
@@ -125,7 +125,10 @@ export function createJobStore(stateDir: string): JobStore {
           // A folder without a readable job.json (being created, or damaged) is not a job to list.
         }
       }
-      return records;
+      // Ids sort by their second; two jobs of the same second are told apart by when they were created.
+      return records.sort(
+        (a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id),
+      );
     },
     open(id, file) {
       return openAppender(join(jobDir(id), file));

@@ -24,10 +24,17 @@ export async function waitForRecordElsewhere(
   try {
     await new Promise<void>((resolve) => {
       timer = setTimeout(resolve, timeoutMs);
+      // One read at a time; a change that lands during a read is read again right after it, so the
+      // last write (the terminal record) is never lost between two events.
       let reading = false;
+      let again = false;
       const reread = (): void => {
-        if (reading) return;
+        if (reading) {
+          again = true;
+          return;
+        }
         reading = true;
+        again = false;
         store
           .read(id)
           .then((current) => {
@@ -37,7 +44,10 @@ export async function waitForRecordElsewhere(
           })
           // A read racing the rename sees no file for an instant; the next event reads again.
           .catch(() => undefined)
-          .finally(() => (reading = false));
+          .finally(() => {
+            reading = false;
+            if (again) reread();
+          });
       };
       try {
         watcher = watch(store.jobDir(id), reread);
