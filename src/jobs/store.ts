@@ -30,7 +30,7 @@ export interface JobStore {
   /** Writes job.json through a temp file and rename, so a reader never sees half a record. */
   save(record: JobRecord): Promise<void>;
   read(id: string): Promise<JobRecord>;
-  /** Every readable record, oldest first (by created_at: ids only sort to the second). */
+  /** Every readable record, oldest first (ids sort to the second, created_at within it). */
   list(): Promise<JobRecord[]>;
   open(id: string, file: string): Appender;
   /** The last `lines` lines of a job's text file ('' when the file does not exist yet). */
@@ -125,9 +125,13 @@ export function createJobStore(stateDir: string): JobStore {
           // A folder without a readable job.json (being created, or damaged) is not a job to list.
         }
       }
-      // Ids sort by their second; two jobs of the same second are told apart by when they were created.
+      // Ids sort by their second (YYYYMMDD-HHMMSS); within one second, by when the jobs were created.
+      const second = (record: JobRecord): string => record.id.slice(0, 15);
       return records.sort(
-        (a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id),
+        (a, b) =>
+          second(a).localeCompare(second(b)) ||
+          a.created_at.localeCompare(b.created_at) ||
+          a.id.localeCompare(b.id),
       );
     },
     open(id, file) {
