@@ -13,6 +13,12 @@ import { parseCommandArgs, type CommandContext, type CommandRun } from './contex
 import { describeBackend, renderJob, renderProgress } from './render-jobs.js';
 
 const TASK = 'Create hello.txt with a greeting, then show its content with cat to verify it.';
+/**
+ * Speeds of a mid-size model on one good GPU, so the record's speed and cache figures read like a real
+ * run's (at the emulator's default of no latency they come out in the hundred-thousands of tokens/s).
+ * Cached prompt tokens skip prefill, as on llama-server, so the KV-cache reuse shows in the time too.
+ */
+const DEMO_SPEED = { prefillMsPerToken: 0.1, decodeTokensPerSecond: 200 };
 const GIT_IDENTITY = [
   '-c',
   'user.name=localagents demo',
@@ -44,11 +50,12 @@ export const runDemo: CommandRun = async (context) => {
   const { values } = parseCommandArgs('demo', context.args, { keep: { type: 'boolean' } });
   const started = Date.now();
   context.stdout.write(
-    'localagents demo: the model is a scripted emulator (llama-server look-alike, no GPU, no network);\n' +
+    'localagents demo: the model is a scripted emulator (llama-server look-alike, no GPU, no network,\n' +
+      `emulated speed ${1000 / DEMO_SPEED.prefillMsPerToken} prompt / ${DEMO_SPEED.decodeTokensPerSecond} generated tokens per second);\n` +
       'everything else is real: the claude binary, the shim, the job runner, git worktrees and the records.\n',
   );
   const root = await mkdtemp(join(tmpdir(), 'localagents-demo-'));
-  const emulator = await startEmulator({ metrics: true });
+  const emulator = await startEmulator({ metrics: true, latency: DEMO_SPEED });
   try {
     const repo = await makeRepo(root);
     const stateDir = join(root, 'state');
