@@ -66,6 +66,8 @@ export async function executeJob(
   let route: { baseUrl: string; close(): Promise<void> | void } | undefined;
   let metricsBefore: Promise<MetricsSnapshot | undefined> = Promise.resolve(undefined);
   let thrown: unknown;
+  // Once our child has exited and been reaped its pid can belong to another process: never signal it then.
+  let claudeExited = false;
   // Taken while claude starts; compared at the end so edits made through Bash count as edits too.
   const treeBefore =
     job.record.isolation === 'none'
@@ -127,6 +129,7 @@ export async function executeJob(
       claudePath: deps.claudePath,
       signal: job.controller.signal,
       onSpawn: (pid) => void update({ claude_pid: pid }, 'now'),
+      onExit: () => (claudeExited = true),
       onStderr: (text) => writeLines(formatStderr(text)),
     });
     for await (const message of session) {
@@ -184,7 +187,7 @@ export async function executeJob(
     job.termination = 'cancelled';
   }
   const pid = job.record.claude_pid;
-  if (pid !== null && isProcessAlive(pid))
+  if (pid !== null && !claudeExited && isProcessAlive(pid))
     await guard('stopping claude', () => terminateProcess(pid, 3000));
   await guard('closing the shim route', async () => {
     await route?.close();

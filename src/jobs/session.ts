@@ -22,6 +22,8 @@ export interface SessionOptions {
   claudePath?: string | undefined;
   signal: AbortSignal;
   onSpawn: (pid: number) => void;
+  /** The child exited (its pid may be reused from now on). */
+  onExit?: () => void;
   onStderr: (text: string) => void;
 }
 
@@ -45,7 +47,7 @@ function sessionOptions(options: SessionOptions, abortController: AbortControlle
       spawnClaudeProcess(spawnOptions, {
         onSpawn: options.onSpawn,
         onStderr: options.onStderr,
-        onExit: () => {},
+        onExit: () => options.onExit?.(),
       }),
   };
 }
