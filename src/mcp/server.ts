@@ -2,6 +2,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { JobStore } from '../jobs/store.js';
 import type { Runner } from '../jobs/runner.js';
 import type { Registry, Resolution } from '../registry/registry.js';
+import { answerBadArguments } from './tool-arguments.js';
 import { registerTools } from './tools/index.js';
 
 export interface McpDeps {
@@ -28,6 +29,6 @@ export function createMcpServer(deps: McpDeps): McpServer {
     { name: 'localagents', version: '0.1.0' },
     { instructions: SERVER_INSTRUCTIONS, capabilities: { tools: {}, logging: {} } },
   );
-  registerTools(server, deps);
+  answerBadArguments(server, registerTools(server, deps));
   return server;
 }

@@ -85,14 +85,27 @@ describe('MCP answers', () => {
   });
 
   it.each([
-    ['run_agent', { task: 'x', max_turns: 'ten' }, /expected number, received string at max_turns/],
+    [
+      'run_agent',
+      { task: 'x', max_turns: 'ten' },
+      /^run_agent: invalid arguments: max_turns: Invalid input: expected number, received string\nfix: max_turns expects: Most model turns/,
+    ],
     [
       'run_agent',
       { task: 'x', isolation: 'copy' },
-      /expected one of "none"\|"worktree" at isolation/,
+      /isolation: Invalid option: expected one of "none"\|"worktree"\nfix: isolation expects: "worktree"/,
     ],
-    ['run_agent', {}, /expected string, received undefined at task/],
-    ['job_diff', { job_id: '20261129-000000-aaaa', max_lines: 0 }, /at max_lines/],
+    [
+      'run_agent',
+      {},
+      /task: Invalid input: expected string, received undefined\nfix: task expects: The brief/,
+    ],
+    [
+      'job_diff',
+      { job_id: '20261129-000000-aaaa', max_lines: 0 },
+      /max_lines: Too small: expected number to be >=1\nfix: max_lines expects: Lines per page/,
+    ],
+    ['no_such_tool', {}, /there is no tool named "no_such_tool"\nfix: use one of: list_models, /],
     [
       'wait_job',
       { job_id: '20261129-000000-aaaa', timeout_s: 500 },
@@ -124,6 +137,11 @@ describe('MCP answers', () => {
       const result = await callToolRaw(client, tool, args);
       expect(result.isError).toBe(true);
       expect(errorText(result)).toMatch(message);
+      // Like every answer: structuredContent, with a code and the fix, and the text says the fix too.
+      const error = (result.structuredContent as { error?: Record<string, unknown> }).error;
+      expect(error).toMatchObject({ code: expect.any(String), message: expect.any(String) });
+      expect(String(error?.fix)).not.toBe('');
+      expect(errorText(result)).toMatch(/\nfix: \S/);
     },
   );
 

@@ -1,11 +1,11 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { summarizeJob } from '../../jobs/record.js';
 import { answer, jsonResult } from '../results.js';
 import type { McpDeps } from '../server.js';
 import { jobIdInput } from './job-id.js';
 
-export function registerCancelJobTool(server: McpServer, deps: McpDeps): void {
-  server.registerTool(
+export function registerCancelJobTool(server: McpServer, deps: McpDeps): RegisteredTool {
+  return server.registerTool(
     'cancel_job',
     {
       title: 'Cancel a job',

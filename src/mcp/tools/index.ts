@@ -1,4 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { McpDeps } from '../server.js';
 import { registerCancelJobTool } from './cancel-job.js';
 import { registerJobDiffTool } from './job-diff.js';
@@ -11,16 +11,19 @@ import { registerRegisterEndpointTool, registerRegisterModelTool } from './regis
 import { registerRunAgentTool } from './run-agent.js';
 import { registerWaitJobTool } from './wait-job.js';
 
-export function registerTools(server: McpServer, deps: McpDeps): void {
-  registerListModelsTool(server, deps);
-  registerRegisterEndpointTool(server, deps);
-  registerRegisterModelTool(server, deps);
-  registerRunAgentTool(server, deps);
-  registerWaitJobTool(server, deps);
-  registerJobStatusTool(server, deps);
-  registerJobLogTool(server, deps);
-  registerListJobsTool(server, deps);
-  registerCancelJobTool(server, deps);
-  registerJobDiffTool(server, deps);
-  registerLocalCompleteTool(server, deps);
+/** Registers every tool; returns them by name (answerBadArguments dispatches to them). */
+export function registerTools(server: McpServer, deps: McpDeps): Map<string, RegisteredTool> {
+  return new Map([
+    ['list_models', registerListModelsTool(server, deps)],
+    ['register_endpoint', registerRegisterEndpointTool(server, deps)],
+    ['register_model', registerRegisterModelTool(server, deps)],
+    ['run_agent', registerRunAgentTool(server, deps)],
+    ['wait_job', registerWaitJobTool(server, deps)],
+    ['job_status', registerJobStatusTool(server, deps)],
+    ['job_log', registerJobLogTool(server, deps)],
+    ['list_jobs', registerListJobsTool(server, deps)],
+    ['cancel_job', registerCancelJobTool(server, deps)],
+    ['job_diff', registerJobDiffTool(server, deps)],
+    ['local_complete', registerLocalCompleteTool(server, deps)],
+  ]);
 }

@@ -1,4 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { computeDiff } from '../../jobs/worktree.js';
 import { answer, jsonResult } from '../results.js';
@@ -32,8 +32,8 @@ export function diffPage(
   return { text: page.join('\n'), end };
 }
 
-export function registerJobDiffTool(server: McpServer, deps: McpDeps): void {
-  server.registerTool(
+export function registerJobDiffTool(server: McpServer, deps: McpDeps): RegisteredTool {
+  return server.registerTool(
     'job_diff',
     {
       title: 'Worktree diff of a job',

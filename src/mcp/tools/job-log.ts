@@ -1,12 +1,12 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { JOB_FILES } from '../../jobs/store.js';
 import { answer, jsonResult } from '../results.js';
 import type { McpDeps } from '../server.js';
 import { jobIdInput } from './job-id.js';
 
-export function registerJobLogTool(server: McpServer, deps: McpDeps): void {
-  server.registerTool(
+export function registerJobLogTool(server: McpServer, deps: McpDeps): RegisteredTool {
+  return server.registerTool(
     'job_log',
     {
       title: 'Job transcript',

@@ -1,11 +1,11 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { summarizeJob } from '../../jobs/record.js';
 import { answer, jsonResult } from '../results.js';
 import type { McpDeps } from '../server.js';
 import { jobIdInput } from './job-id.js';
 
-export function registerJobStatusTool(server: McpServer, deps: McpDeps): void {
-  server.registerTool(
+export function registerJobStatusTool(server: McpServer, deps: McpDeps): RegisteredTool {
+  return server.registerTool(
     'job_status',
     {
       title: 'Job status',

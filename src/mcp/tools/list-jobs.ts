@@ -1,10 +1,10 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { answer, jsonResult } from '../results.js';
 import type { McpDeps } from '../server.js';
 
-export function registerListJobsTool(server: McpServer, deps: McpDeps): void {
-  server.registerTool(
+export function registerListJobsTool(server: McpServer, deps: McpDeps): RegisteredTool {
+  return server.registerTool(
     'list_jobs',
     {
       title: 'List jobs',

@@ -1,10 +1,10 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { COMFORTABLE_CONTEXT_TOKENS, formatConfigIssue } from '../../registry/config.js';
 import { answer, jsonResult } from '../results.js';
 import type { McpDeps } from '../server.js';
 
-export function registerListModelsTool(server: McpServer, deps: McpDeps): void {
-  server.registerTool(
+export function registerListModelsTool(server: McpServer, deps: McpDeps): RegisteredTool {
+  return server.registerTool(
     'list_models',
     {
       title: 'List local models',

@@ -1,4 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { LocalAgentsError } from '../../errors.js';
 import { answer, jsonResult } from '../results.js';
@@ -16,8 +16,8 @@ const completionResponse = z.looseObject({
 
 const COMPLETE_TIMEOUT_MS = 100_000;
 
-export function registerLocalCompleteTool(server: McpServer, deps: McpDeps): void {
-  server.registerTool(
+export function registerLocalCompleteTool(server: McpServer, deps: McpDeps): RegisteredTool {
+  return server.registerTool(
     'local_complete',
     {
       title: 'One-shot local completion',

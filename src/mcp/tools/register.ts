@@ -1,4 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { answer, errorResult, jsonResult } from '../results.js';
 import type { McpDeps } from '../server.js';
@@ -10,8 +10,8 @@ const entryName = z
     'Name of the entry: letters, digits and . _ : / @ + -, starting with a letter or digit',
   );
 
-export function registerRegisterEndpointTool(server: McpServer, deps: McpDeps): void {
-  server.registerTool(
+export function registerRegisterEndpointTool(server: McpServer, deps: McpDeps): RegisteredTool {
+  return server.registerTool(
     'register_endpoint',
     {
       title: 'Register a local endpoint',
@@ -51,8 +51,8 @@ export function registerRegisterEndpointTool(server: McpServer, deps: McpDeps): 
   );
 }
 
-export function registerRegisterModelTool(server: McpServer, deps: McpDeps): void {
-  server.registerTool(
+export function registerRegisterModelTool(server: McpServer, deps: McpDeps): RegisteredTool {
+  return server.registerTool(
     'register_model',
     {
       title: 'Register a model in the menu',

@@ -1,4 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { PERMISSION_MODES } from '../../jobs/job.js';
 import { summarizeJob } from '../../jobs/record.js';
@@ -87,8 +87,8 @@ export const runAgentInput = {
     .describe('Seconds before the job is stopped (default from models.yaml, 1800)'),
 };
 
-export function registerRunAgentTool(server: McpServer, deps: McpDeps): void {
-  server.registerTool(
+export function registerRunAgentTool(server: McpServer, deps: McpDeps): RegisteredTool {
+  return server.registerTool(
     'run_agent',
     {
       title: 'Delegate a task to a local model',

@@ -1,4 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { JobRecord } from '../../jobs/job.js';
 import { summarizeJob } from '../../jobs/record.js';
@@ -9,8 +9,8 @@ import { MAX_WAIT_S } from './run-agent.js';
 
 const HEARTBEAT_MS = 5000;
 
-export function registerWaitJobTool(server: McpServer, deps: McpDeps): void {
-  server.registerTool(
+export function registerWaitJobTool(server: McpServer, deps: McpDeps): RegisteredTool {
+  return server.registerTool(
     'wait_job',
     {
       title: 'Wait for a job',
