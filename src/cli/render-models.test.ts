@@ -14,7 +14,6 @@ const llama: EndpointProbe = {
   context: { 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL': 65536 },
   slots: { total: 4, busy: 1, free: 3, source: 'slots' },
   metrics: true,
-  kvUnified: true,
   latency_ms: 3,
 };
 const vllm: EndpointProbe = {
@@ -118,10 +117,13 @@ describe('renderModels', () => {
           },
         ],
         warnings: [],
+        files: ['models.yaml'],
       },
       endpoints: [],
       models: [],
     };
+    // --json still says which layers were read.
+    expect(modelsJson(broken).config.files).toEqual(['models.yaml']);
     expect(renderModels(broken)).toMatchInlineSnapshot(`
       "models.yaml is invalid:
         models.yaml:14 endpoints.gpu.base_url: expected an http(s) URL such as http://127.0.0.1:8080"
@@ -144,7 +146,6 @@ describe('modelsJson', () => {
       context: { 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL': 65536 },
       slots: { total: 4, busy: 1, free: 3, source: 'slots' },
       metrics: true,
-      kv_unified: true,
       latency_ms: 3,
     });
     expect(json.endpoints.laptop).toEqual({

@@ -39,14 +39,13 @@ function endpointJson(probe: EndpointProbe): Record<string, unknown> {
       : {}),
     ...(probe.vllm ? { vllm: probe.vllm } : {}),
     metrics: probe.metrics,
-    ...(probe.kvUnified !== undefined ? { kv_unified: probe.kvUnified } : {}),
     latency_ms: probe.latency_ms,
   };
 }
 
 export function modelsJson(snapshot: RegistrySnapshot): ModelsJson {
   const { config } = snapshot;
-  const files = config.ok ? config.config.files : [];
+  const files = config.ok ? config.config.files : config.files;
   return {
     config: { files, warnings: config.warnings, errors: config.ok ? [] : config.issues },
     endpoints: Object.fromEntries(

@@ -58,7 +58,8 @@ export interface ConfigIssue {
 
 export type ConfigResult =
   | { ok: true; config: RegistryConfig; warnings: ConfigIssue[] }
-  | { ok: false; issues: ConfigIssue[]; warnings: ConfigIssue[] };
+  /** `files`: the layers that were read, so a broken config still says where it came from. */
+  | { ok: false; issues: ConfigIssue[]; warnings: ConfigIssue[]; files: string[] };
 
 /** `sidecar` is models.local.yaml beside the user file; only register_* writes it. */
 export interface ConfigPaths {

@@ -116,9 +116,12 @@ export async function loadRegistryConfig(
   const parseErrors = layers.flatMap((layer) => layer.errors);
   const parseWarnings = layers.flatMap((layer) => layer.warnings);
   if (paths.userNamed && read[0] === undefined) parseWarnings.unshift(missingNamedFile(paths.user));
-  if (parseErrors.length > 0) return { ok: false, issues: parseErrors, warnings: parseWarnings };
+  const readFiles = layers.map((layer) => layer.file);
+  if (parseErrors.length > 0)
+    return { ok: false, issues: parseErrors, warnings: parseWarnings, files: readFiles };
   const merged = mergeLayers(layers, EXAMPLE_CONFIG_PATH, paths.user);
   const warnings = [...parseWarnings, ...merged.warnings];
-  if (merged.errors.length > 0) return { ok: false, issues: merged.errors, warnings };
+  if (merged.errors.length > 0)
+    return { ok: false, issues: merged.errors, warnings, files: readFiles };
   return { ok: true, config: merged.config, warnings };
 }

@@ -165,22 +165,6 @@ export function vllmLoad(
   return kv === undefined || Number.isNaN(kv) ? load : { ...load, kvCacheUsage: kv };
 }
 
-/**
- * llama.cpp does not report whether its KV cache is unified. When every slot's window times the
- * slot count exceeds the trained context, the cells cannot be split per slot: unified. Otherwise unknown.
- */
-export function looksUnified(
-  models: ModelList,
-  slots: SlotReport | undefined,
-  windows: Record<string, number>,
-): boolean | undefined {
-  const card = models.data[0];
-  const train = card?.meta?.n_ctx_train;
-  const window = card ? windows[card.id] : undefined;
-  if (!slots || slots.total < 2 || train === undefined || window === undefined) return undefined;
-  return slots.total * window > train ? true : undefined;
-}
-
 export function failureSentence(
   failure: FailureKind,
   code: string | undefined,

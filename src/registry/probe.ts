@@ -6,7 +6,6 @@ import {
   errorMessage,
   failureSentence,
   isLoading,
-  looksUnified,
   readMetrics,
   readModels,
   readProps,
@@ -35,7 +34,6 @@ export interface EndpointProbe {
   slots?: SlotReport;
   vllm?: { running: number; waiting: number; kvCacheUsage?: number };
   metrics: boolean;
-  kvUnified?: boolean;
   /** Round trip of GET /v1/models (or of the failed attempt). */
   latency_ms: number;
   /** Non-enumerable, so JSON.stringify and log lines never carry it. */
@@ -153,8 +151,6 @@ export async function probeEndpoint(
   if (result.backend !== 'vllm') {
     const report = slotReport(slots, props, metrics);
     if (report) result.slots = report;
-    const unified = looksUnified(models, report, result.context);
-    if (unified !== undefined) result.kvUnified = unified;
   }
   const load = result.backend === 'vllm' ? vllmLoad(metrics) : undefined;
   if (load) result.vllm = load;

@@ -163,9 +163,10 @@ describe('localagents models', () => {
     const json = await localagents(['models', '--json', '--config', paths.user]);
     expect(json.code).toBe(1);
     const parsed = JSON.parse(json.stdout) as {
-      config: { errors: { path: string; line: number }[] };
+      config: { files: string[]; errors: { path: string; line: number }[] };
     };
     expect(parsed.config.errors[0]).toMatchObject({ path: 'endpoints.gpu.base_url', line: 3 });
+    expect(parsed.config.files).toEqual([paths.user]);
   });
 
   it('adds an endpoint and a model to models.local.yaml only', async () => {

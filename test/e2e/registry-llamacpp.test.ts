@@ -36,49 +36,53 @@ function occupySlot(url: string): void {
 
 describe('probeEndpoint against the llama.cpp emulator', () => {
   it.each([
-    ['-c 16384 --parallel 2', { nCtx: 16384, parallel: 2, metrics: true }, 8192, 2, undefined],
-    ['-c 16384 (auto: 4 slots, unified KV)', { nCtx: 16384, metrics: true }, 16384, 4, true],
+    ['-c 16384 --parallel 2', { nCtx: 16384, parallel: 2, metrics: true }, 8192, 2],
+    ['-c 16384 (auto: 4 slots, unified KV)', { nCtx: 16384, metrics: true }, 16384, 4],
     [
       '-c 16384 --parallel 2 --kv-unified',
       { nCtx: 16384, parallel: 2, kvUnified: true, metrics: true },
       16384,
       2,
-      undefined,
     ],
     [
       '-c 65536 --parallel 1 (capped at n_ctx_train)',
       { nCtx: 65536, parallel: 1, metrics: true },
       32768,
       1,
-      undefined,
     ],
+    ['-c 16384 --parallel 3 (5632 per slot)', { nCtx: 16384, parallel: 3, metrics: true }, 5632, 3],
+    // Split, but reports what a unified cache on a 32k-trained model would (2 × 32768 per slot):
+    // nothing llama-server answers tells the two layouts apart, so the registry claims neither.
     [
-      '-c 16384 --parallel 3 (5632 per slot)',
-      { nCtx: 16384, parallel: 3, metrics: true },
-      5632,
-      3,
-      undefined,
+      '-c 131072 --parallel 2 (split, capped)',
+      { nCtx: 131072, parallel: 2, metrics: true },
+      32768,
+      2,
     ],
-  ])('reports window, slots and KV layout for %s', async (_, options, window, slots, unified) => {
-    const emu = await emulator(options);
-    const probe = await probeEndpoint(endpoint(emu.url), { timeoutMs: 2000, env: {} });
-    expect(probe).toMatchObject({
-      name: 'gpu',
-      base_url: emu.url,
-      backend: 'llama.cpp',
-      host: 'workstation',
-      up: true,
-      status: 'ok',
-      models: [ID],
-      context: { [ID]: window },
-      slots: { total: slots, busy: 0, free: slots, source: 'slots' },
-      metrics: true,
-    });
-    expect(probe.kvUnified).toBe(unified);
-    expect(probe.error).toBeUndefined();
-    expect(probe.latency_ms).toBeGreaterThanOrEqual(0);
-    expect(probe.latency_ms).toBeLessThan(2000);
-  });
+  ])(
+    'reports window and slots for %s, and no guess at the KV layout',
+    async (_, options, window, slots) => {
+      const emu = await emulator(options);
+      const probe = await probeEndpoint(endpoint(emu.url), { timeoutMs: 2000, env: {} });
+      expect(probe).toMatchObject({
+        name: 'gpu',
+        base_url: emu.url,
+        backend: 'llama.cpp',
+        host: 'workstation',
+        up: true,
+        status: 'ok',
+        models: [ID],
+        context: { [ID]: window },
+        slots: { total: slots, busy: 0, free: slots, source: 'slots' },
+        metrics: true,
+      });
+      expect(probe).not.toHaveProperty('kvUnified');
+      expect(probe).not.toHaveProperty('kv_unified');
+      expect(probe.error).toBeUndefined();
+      expect(probe.latency_ms).toBeGreaterThanOrEqual(0);
+      expect(probe.latency_ms).toBeLessThan(2000);
+    },
+  );
 
   it('reports metrics off when llama-server runs without --metrics', async () => {
     const emu = await emulator({ nCtx: 16384, parallel: 2 });
