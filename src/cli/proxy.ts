@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { createDiagnostics } from '../diagnostics.js';
 import { LocalAgentsError } from '../errors.js';
+import { outputBudgetTokens } from '../jobs/session-env.js';
 import { resolveStateDir } from '../paths.js';
 import { configPaths } from '../registry/config.js';
 import type { BackendKind } from '../registry/config-types.js';
@@ -160,8 +161,8 @@ export function proxyEnvironment(baseUrl: string, route: RouteConfig): Array<[st
   if (route.contextTokens) {
     lines.push(['CLAUDE_CODE_MAX_CONTEXT_TOKENS', String(route.contextTokens)]);
     // Claude Code asks for 32000 output tokens (128000 after a max_tokens stop); small windows need less.
-    if (route.contextTokens < 128_000)
-      lines.push(['CLAUDE_CODE_MAX_OUTPUT_TOKENS', String(Math.floor(route.contextTokens / 8))]);
+    const budget = outputBudgetTokens(route.contextTokens);
+    if (budget !== undefined) lines.push(['CLAUDE_CODE_MAX_OUTPUT_TOKENS', String(budget)]);
   }
   return lines;
 }

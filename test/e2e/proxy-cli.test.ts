@@ -164,7 +164,8 @@ describe('localagents proxy', () => {
     );
     expect(proxy.exports.ANTHROPIC_MODEL).toBe('qwen3.5-tiny');
     expect(proxy.exports.CLAUDE_CODE_MAX_CONTEXT_TOKENS).toBe('32768');
-    expect(proxy.exports.CLAUDE_CODE_MAX_OUTPUT_TOKENS).toBe('4096');
+    // The same budget a job gets: max(8192, window / 8).
+    expect(proxy.exports.CLAUDE_CODE_MAX_OUTPUT_TOKENS).toBe('8192');
     const response = await fetch(`${proxy.exports.ANTHROPIC_BASE_URL}/v1/messages`, {
       method: 'POST',
       body: JSON.stringify({
