@@ -1,8 +1,10 @@
 /**
  * Replays every llama-server capture in ../shared/fixtures/llama.cpp against an emulator configured like
  * the captured server (README command table) and checks status, content type, error type/message, JSON
- * key structure and SSE event sequence. Values that depend on the real tokenizer or sampler (generated
- * text, ids, timings, most token counts) are not compared; see APPROXIMATE for the listed deviations.
+ * key structure, the content block types in order and the SSE event skeleton. Values that depend on the
+ * real tokenizer or sampler (generated text, ids, timings, most token counts) are not compared; where the
+ * sampler chose the blocks (a tool call, a closed </think>), the case's script plays them. See
+ * APPROXIMATE and OTHER_BLOCKS for the listed deviations.
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
 import {
@@ -10,6 +12,7 @@ import {
   type Emulator,
   type EmulatorOptions,
   type Fault,
+  type ScriptTurn,
 } from '../../src/emulator/emulator.js';
 import { EXCHANGE_FILES, RAW_CAPTURES } from '../support/llama-exchanges.js';
 import {
@@ -17,10 +20,10 @@ import {
   listFixtureFiles,
   loadLlamaFixtures,
   parseSse,
-  reconstructBody,
   requestText,
   responseHeader,
   shapeDifferences,
+  streamSkeleton,
   type LlamaFixture,
 } from '../support/llama-fixtures.js';
 import { waitFor } from '../support/wait.js';
@@ -56,18 +59,18 @@ const APPROXIMATE: Record<string, string> = {
   A59: 'n_prompt_tokens of a real BPE vocab; still overflows the 8192 slot',
   A59b: 'n_prompt_tokens of a real BPE vocab; still overflows the 8192 slot',
   A40: 'nlohmann parse message; JSON.parse cannot name the same column for every input',
-  A14b: 'assistant prefills with XML tool calls are not parsed; the scripted model answers instead',
-  A14c: 'assistant prefill not parsed',
-  A14d: 'assistant prefill not parsed',
-  A14e: 'assistant prefill not parsed',
-  A14f: 'assistant prefill not parsed',
-  A14g: 'assistant prefill not parsed',
+  A14f: 'stop_sequences are not matched (end_turn); the prefill is not parsed, its text block is scripted',
+  A14g: 'stop_sequences are not matched (end_turn); the prefill is not parsed, its text block is scripted',
   A14h: 'stop_sequences are not matched against scripted text',
   A48: 'stop_sequences are not matched against scripted text',
   A45: 'the scripted reply ends (end_turn) long before the 4096-token default',
-  K01: 'the think model closed </think> by chance; the emulator writes thinking until max_tokens',
-  K02: 'the think model closed </think> by chance; the emulator writes thinking until max_tokens',
 };
+
+/**
+ * Answers whose content blocks (non-stream: `content[].type` in order; stream: the event skeleton with
+ * the content_block_start types) are not the captured ones. Every other answer must match them.
+ */
+const OTHER_BLOCKS: Record<string, string> = {};
 
 /**
  * Files of the fixtures folder that no test replays. The raw socket pairs and the Claude Code
@@ -95,9 +98,22 @@ interface Scenario {
   before?: string;
   /** Concurrency captures with their own choreography. */
   special?: 'concurrent' | 'kv-exhausted';
+  /**
+   * The summarised request was sent with `chat_template_kwargs: {enable_thinking: false}`, which its
+   * summary leaves out: the tame model answered in a `text` block, and input_tokens +
+   * cache_read_input_tokens is count_tokens + 2 (A38 8161 + 2, B08 8111 + 2), the +2 of thinking off
+   * (A92 vs A90).
+   */
+  thinkingOff?: true;
 }
 
 const SLOW = { latency: { decodeTokensPerSecond: 20 } };
+const THINKING_OFF = { thinkingOff: true } as const;
+// Captures whose request (with tools) holds an assistant turn, a prefill or Claude Code's first
+// answer, get the script's second turn: the captured blocks, not the fallback final text.
+const secondTurn = (turn: ScriptTurn): Scenario => ({ options: { script: [PLAIN_REPLY, turn] } });
+const READ = { name: 'Read', input: { file_path: '/etc/hostname' } };
+const BASH = { name: 'Bash', input: { command: 'ls -la' } };
 const SCENARIOS: Record<string, Scenario> = {
   A60: { warm: 2, busy: 1, options: SLOW },
   A61: { warm: 2, busy: 1, options: SLOW },
@@ -108,8 +124,27 @@ const SCENARIOS: Record<string, Scenario> = {
   A69: { warm: 2, busy: 2, options: SLOW },
   A69b: { warm: 2, busy: 2, options: SLOW },
   A69c: { warm: 2, busy: 2, options: SLOW },
-  A71: { before: 'A70' },
-  A72: { before: 'A70' },
+  A14b: secondTurn({ toolCalls: [READ] }),
+  A14c: secondTurn({ toolCalls: [READ] }),
+  A14d: secondTurn({ text: 'I will read it.\n\n', toolCalls: [READ, BASH] }),
+  A14e: secondTurn({ text: 'I will read it.\n\n', toolCalls: [READ, BASH] }),
+  // No tools: the plain reply answers. The prefill closed </think>, so the model went on in text.
+  A14f: { options: { plainReply: { text: BABBLE } } },
+  A14g: { options: { plainReply: { text: BABBLE } } },
+  A38: THINKING_OFF,
+  A39: THINKING_OFF,
+  A70: THINKING_OFF,
+  A71: { before: 'A70', ...THINKING_OFF },
+  A72: { before: 'A70', ...THINKING_OFF },
+  B08: THINKING_OFF,
+  C08: THINKING_OFF,
+  D08: THINKING_OFF,
+  E08: THINKING_OFF,
+  C53: secondTurn(PLAIN_REPLY),
+  C54: secondTurn(PLAIN_REPLY),
+  // The think model wrote </think> after a few tokens, then text until max_tokens.
+  K01: { options: { plainReply: { thinking: ' the water', text: BABBLE } } },
+  K02: { options: { plainReply: { thinking: ' the water', text: BABBLE } } },
   A80: { warm: 2 },
   A81: { warm: 2 },
   A82: { warm: 2 },
@@ -119,8 +154,8 @@ const SCENARIOS: Record<string, Scenario> = {
   C13: { special: 'concurrent', options: { latency: { prefillMsPerToken: 0.05 } } },
   C14: { special: 'concurrent', options: { latency: { prefillMsPerToken: 0.05 } } },
   C15: { warm: 4 },
-  C20: { special: 'kv-exhausted', options: SLOW },
-  C21: { special: 'kv-exhausted', options: SLOW },
+  C20: { special: 'kv-exhausted', options: SLOW, ...THINKING_OFF },
+  C21: { special: 'kv-exhausted', options: SLOW, ...THINKING_OFF },
   C22: { warm: 4 },
   C23: { warm: 4 },
   // The random-weights model's parser failures, reproduced with faults.
@@ -152,11 +187,17 @@ function requestHeaders(fixture: LlamaFixture): Record<string, string> {
   return headers;
 }
 
-async function send(
-  emulator: Emulator,
-  fixture: LlamaFixture,
-  body = requestText(fixture, FIXTURES),
-): Promise<Answer> {
+const THINKING_OFF_KWARGS = { chat_template_kwargs: { enable_thinking: false } };
+
+/** The request as the capture sent it (see Scenario.thinkingOff). */
+function requestBody(fixture: LlamaFixture): string | undefined {
+  const text = requestText(fixture, FIXTURES);
+  if (!scenarioOf(fixture).thinkingOff || text === undefined) return text;
+  return JSON.stringify({ ...(JSON.parse(text) as object), ...THINKING_OFF_KWARGS });
+}
+
+async function send(emulator: Emulator, fixture: LlamaFixture): Promise<Answer> {
+  const body = requestBody(fixture);
   const response = await fetch(`${emulator.url}${fixture.request.path}`, {
     method: fixture.request.method,
     headers: requestHeaders(fixture),
@@ -196,8 +237,8 @@ async function prepare(emulator: Emulator, scenario: Scenario): Promise<void> {
     const earlier = FIXTURES.find(
       (f) => caseId(f) === scenario.before && f.request.path === '/v1/messages',
     );
-    if (earlier)
-      await (await post(emulator, JSON.stringify(reconstructBody(earlier, FIXTURES)))).text();
+    const body = earlier && requestBody(earlier);
+    if (body) await (await post(emulator, body)).text();
   }
   const busy = scenario.busy ?? 0;
   if (busy === 0) return;
@@ -257,9 +298,10 @@ async function runConcurrent(emulator: Emulator, fixture: LlamaFixture): Promise
 
 /** C20/C21: a stream is generating when a second big streamed prompt exhausts the unified KV. */
 async function runKvExhausted(emulator: Emulator, fixture: LlamaFixture): Promise<Answer> {
+  const kwargs = scenarioOf(fixture).thinkingOff ? THINKING_OFF_KWARGS : {};
   const first = await post(
     emulator,
-    bodyFor('', 'hello '.repeat(9000), { max_tokens: 4000, stream: true }),
+    bodyFor('', 'hello '.repeat(9000), { max_tokens: 4000, stream: true, ...kwargs }),
   );
   const reader: ReadableStreamDefaultReader<Uint8Array> = first.body!.getReader();
   const decoder = new TextDecoder();
@@ -271,7 +313,7 @@ async function runKvExhausted(emulator: Emulator, fixture: LlamaFixture): Promis
   }
   const second = await post(
     emulator,
-    bodyFor('', 'hello '.repeat(8000), { max_tokens: 4, stream: true }),
+    bodyFor('', 'hello '.repeat(8000), { max_tokens: 4, stream: true, ...kwargs }),
   );
   const secondText = await second.text();
   for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
@@ -300,6 +342,11 @@ const bySlotUse = (body: unknown): unknown =>
   Array.isArray(body)
     ? [...(body as object[])].sort((a, b) => Object.keys(a).length - Object.keys(b).length)
     : body;
+
+const blockTypes = (message: Record<string, unknown>): unknown =>
+  Array.isArray(message.content)
+    ? message.content.map((block) => (block as { type?: unknown }).type)
+    : message.content;
 
 function checkJson(fixture: LlamaFixture, received: unknown): void {
   const isSlots = fixture.request.path.startsWith('/slots');
@@ -345,6 +392,7 @@ function checkJson(fixture: LlamaFixture, received: unknown): void {
     // K ran the think variant of the model file; the emulator always reports the tame one.
     if (!caseId(fixture).startsWith('K')) expect(act.model).toBe(exp.model);
     if (!approximate) expect(act.stop_reason).toBe(exp.stop_reason);
+    if (!(caseId(fixture) in OTHER_BLOCKS)) expect(blockTypes(act)).toEqual(blockTypes(exp));
     if (caseId(fixture) === 'A71') expect(act.usage).toMatchObject({ input_tokens: 1 });
   }
 }
@@ -353,13 +401,23 @@ function checkSse(fixture: LlamaFixture, text: string): void {
   const expected = parseSse(fixture.response.body_raw ?? '');
   const actual = parseSse(text);
   const expectedError = expected.find((event) => event.event === 'error');
+  const startTypes = (events: typeof actual): unknown[] =>
+    events
+      .filter((event) => event.event === 'content_block_start')
+      .map((event) => (event.data as { content_block: { type: string } }).content_block.type);
   if (expectedError) {
     expect(actual.at(-1)).toEqual(expectedError);
+    // Where the error cuts the stream is timing; which blocks had opened is not.
+    if (!(caseId(fixture) in OTHER_BLOCKS))
+      expect(startTypes(actual)).toEqual(startTypes(expected));
     if (expected.length === 1) expect(actual).toHaveLength(1);
     else expect(actual[0]?.event).toBe('message_start');
     return;
   }
   expect(actual.map((event) => event.event).join(' ')).toMatch(LLAMA_STREAM);
+  if (!(caseId(fixture) in OTHER_BLOCKS)) {
+    expect(streamSkeleton(actual)).toEqual(streamSkeleton(expected));
+  }
   const byName = (events: typeof actual, name: string): unknown =>
     events.find((event) => event.event === name)?.data;
   for (const name of ['message_start', 'message_delta', 'message_stop']) {

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
 import { gitRepo } from '../support/git-repo.js';
 import {
@@ -116,12 +116,30 @@ describe('job lifecycle', () => {
   });
 
   it('runs two jobs at once on a two-slot backend and both succeed', async () => {
-    const { client, app } = await startTestApp(emulatorConfig(emulator.url));
+    // A slow prefill (1 ms per uncached token: seconds for Claude Code's first prompt) holds each slot
+    // long enough to see both taken at once: the jobs really run side by side, not one after the other.
+    const slow = await startEmulator({
+      parallel: 2,
+      nCtx: 65_536,
+      metrics: true,
+      latency: { prefillMsPerToken: 1 },
+    });
+    onTestFinished(() => slow.close());
+    const { client, app } = await startTestApp(emulatorConfig(slow.url));
     const [first, second] = await Promise.all([gitRepo(), gitRepo()]);
     const ids = await Promise.all(
       [first, second].map(async (cwd) =>
         String((await callTool(client, 'run_agent', { task: 'Write hello.txt.', cwd })).id),
       ),
+    );
+    await waitFor(
+      async () => {
+        const slots = (await (await fetch(`${slow.url}/slots`)).json()) as {
+          is_processing: boolean;
+        }[];
+        return slots.every((slot) => slot.is_processing);
+      },
+      { timeoutMs: 60_000, what: 'both slots busy at once' },
     );
     const summaries = await Promise.all(
       ids.map((id) => callTool(client, 'wait_job', { job_id: id })),
@@ -133,6 +151,11 @@ describe('job lifecycle', () => {
     const records = await Promise.all(ids.map((id) => app.store.read(id)));
     expect(records.map((record) => record.files_touched)).toEqual([['hello.txt'], ['hello.txt']]);
     expect(records[0]?.session_id).not.toBe(records[1]?.session_id);
+    // /metrics deltas covered both jobs: each record says its speeds are server-wide.
+    expect(records.map((record) => record.backend?.speed_scope)).toEqual([
+      'server_wide',
+      'server_wide',
+    ]);
   });
 
   it('continues a finished job’s session with resume_job', async () => {
