@@ -189,6 +189,51 @@ describe('job lifecycle', () => {
     expect(resumed?.rawBody).toContain('Now say what you did.');
   });
 
+  it('resumes a worktree job whose unchanged worktree was removed, in the same worktree path again', async () => {
+    // Turn 1 changes nothing (the worktree is removed); the resumed session's next turn writes a file.
+    const scripted = await startEmulator({
+      script: [
+        { text: 'Nothing needed changing.' },
+        {
+          toolCalls: [
+            { name: 'Write', input: { file_path: '${cwd}/later.txt', content: 'later\n' } },
+          ],
+        },
+        { text: 'Done: wrote later.txt.' },
+      ],
+    });
+    onTestFinished(() => scripted.close());
+    const { client, app } = await startTestApp(emulatorConfig(scripted.url));
+    const repo = await gitRepo();
+    const first = await callTool(client, 'run_agent', {
+      task: 'Check the README.',
+      cwd: repo,
+      isolation: 'worktree',
+      wait_s: 100,
+    });
+    const firstRecord = await app.store.read(String(first.id));
+    expect(firstRecord.worktree?.state).toBe('removed');
+    expect(existsSync(firstRecord.worktree?.path ?? '/')).toBe(false);
+
+    const second = await callTool(client, 'run_agent', {
+      task: 'Now write later.txt.',
+      resume_job: first.id,
+      wait_s: 100,
+    });
+    expect(second.status).toBe('succeeded');
+    const record = await app.store.read(String(second.id));
+    expect(record.session_id).toBe(firstRecord.session_id);
+    expect(record.run_cwd).toBe(firstRecord.run_cwd);
+    expect(record.worktree).toMatchObject({
+      path: firstRecord.worktree?.path,
+      branch: firstRecord.worktree?.branch,
+      base_commit: firstRecord.worktree?.base_commit,
+      state: 'kept',
+    });
+    expect(await readFile(join(record.run_cwd, 'later.txt'), 'utf8')).toBe('later\n');
+    expect(existsSync(join(repo, 'later.txt'))).toBe(false);
+  });
+
   it('keeps one job’s failure out of another job running at the same time', async () => {
     const { client, app } = await startTestApp(emulatorConfig(emulator.url));
     const [failing, fine] = await Promise.all([
