@@ -64,7 +64,14 @@ export function createApp(options: AppOptions): App {
     stateDir: options.stateDir,
     store,
     registry,
-    shim: () => (shim ??= createShim({ diagnostics: options.diagnostics })),
+    shim: () =>
+      (shim ??= createShim({
+        diagnostics: options.diagnostics,
+        // Only a unified KV cache runs out of shared cells: what the traffic proves, list_models says.
+        onBackendError: (route, error) => {
+          if (error.kind === 'kv_exhausted') registry.noteUnifiedKv(route.backendUrl);
+        },
+      })),
     baseEnv: options.env,
     diagnostics: options.diagnostics,
     claudePath: options.claudePath,

@@ -34,6 +34,8 @@ export interface EndpointProbe {
   slots?: SlotReport;
   vllm?: { running: number; waiting: number; kvCacheUsage?: number };
   metrics: boolean;
+  /** llama.cpp: true once the traffic proved a unified KV cache (Registry.noteUnifiedKv); absent otherwise. */
+  kvUnified?: true;
   /** Round trip of GET /v1/models (or of the failed attempt). */
   latency_ms: number;
   /** Non-enumerable, so JSON.stringify and log lines never carry it. */

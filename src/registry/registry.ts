@@ -51,6 +51,12 @@ export interface Registry {
   /** Input is validated with zod (RegisterEndpointInput); writes models.local.yaml only. */
   registerEndpoint(input: unknown): Promise<SidecarResult>;
   registerModel(input: unknown): Promise<SidecarResult>;
+  /**
+   * Evidence from the traffic (the shim): the llama.cpp server at base_url ran out of shared KV cells
+   * (500 `Context size has been exceeded.`), which only a unified cache does. Probes of it say
+   * `kvUnified: true` from then on, in this process; nothing a probe reads can tell it (docs/registry.md).
+   */
+  noteUnifiedKv(baseUrl: string): void;
 }
 
 export interface RegistryOptions {
@@ -77,6 +83,7 @@ export function createRegistry(options: RegistryOptions): Registry {
   const cache = createConfigCache();
   // Endpoints that answered a probe in this process: a vLLM refusing connections later is probably loading.
   const answered = new Set<string>();
+  const unifiedKv = new Set<string>();
   let lastReported = '';
 
   const config = async (): Promise<ConfigResult> => {
@@ -97,6 +104,7 @@ export function createRegistry(options: RegistryOptions): Registry {
     for (const item of probes) {
       if (item.up || item.status === 'loading' || item.status === 'unauthorized')
         answered.add(item.base_url);
+      if (unifiedKv.has(item.base_url) && item.backend === 'llama.cpp') item.kvUnified = true;
       options.diagnostics?.debug(`probe ${item.name}: ${item.status}`, { ms: item.latency_ms });
     }
     return probes;
@@ -123,5 +131,6 @@ export function createRegistry(options: RegistryOptions): Registry {
     },
     registerEndpoint: (input) => registerEndpoint(options.paths, input),
     registerModel: (input) => registerModel(options.paths, input),
+    noteUnifiedKv: (baseUrl) => void unifiedKv.add(baseUrl.replace(/\/+$/, '')),
   };
 }

@@ -45,17 +45,18 @@ describe('toClientError with llama.cpp captures', () => {
       'invalid_request_error',
       'prompt is too long: 8192 tokens > 8192 maximum',
     ],
+    // Unified-KV exhaustion of a first exchange (no earlier turn): compaction cannot help, retry.
     [
       'C13-messages-concurrent-r0.json',
-      400,
-      'invalid_request_error',
-      'prompt is too long: 16385 tokens > 16384 maximum',
+      529,
+      'overloaded_error',
+      'backend overloaded: Context size has been exceeded. (its shared KV cache is held by other requests; retry)',
     ],
     [
       'C14-messages-concurrent-r1.json',
-      400,
-      'invalid_request_error',
-      'prompt is too long: 16385 tokens > 16384 maximum',
+      529,
+      'overloaded_error',
+      'backend overloaded: Context size has been exceeded. (its shared KV cache is held by other requests; retry)',
     ],
     [
       'Z01-get-health-while-loading.json',
@@ -122,10 +123,31 @@ describe('toClientError with llama.cpp captures', () => {
     expect(client).toMatchObject({ status: 529, type: 'overloaded_error' });
   });
 
-  it('uses the estimate when it is above the window for unified-KV exhaustion', () => {
-    const { status, body } = captured('C14-messages-concurrent-r1.json');
-    expect(translate(status, body, { ...context, estimatedPromptTokens: 20000 }).message).toBe(
+  it.each([
+    // A conversation that is at least half the window compacts; the estimate is the size when above it.
+    [
+      { hasEarlierTurns: true, estimatedPromptTokens: 12000 },
+      'prompt is too long: 16385 tokens > 16384 maximum',
+    ],
+    [
+      { hasEarlierTurns: true, estimatedPromptTokens: 8192 },
+      'prompt is too long: 16385 tokens > 16384 maximum',
+    ],
+    [
+      { hasEarlierTurns: true, estimatedPromptTokens: 20000 },
       'prompt is too long: 20000 tokens > 16384 maximum',
+    ],
+    // Small, or a first exchange Claude Code cannot compact, or no known window: retry.
+    [{ hasEarlierTurns: true, estimatedPromptTokens: 8191 }, 'backend overloaded'],
+    [{ hasEarlierTurns: false, estimatedPromptTokens: 20000 }, 'backend overloaded'],
+    [
+      { hasEarlierTurns: true, estimatedPromptTokens: 20000, contextTokens: undefined },
+      'backend overloaded',
+    ],
+  ])('answers unified-KV exhaustion (C14) on a route with %o: %s', (patch, expected) => {
+    const { status, body } = captured('C14-messages-concurrent-r1.json');
+    expect(translate(status, body, { ...context, ...patch }).message).toMatch(
+      new RegExp(`^${expected.replace(/[()]/g, '\\$&')}`),
     );
   });
 });

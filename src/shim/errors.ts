@@ -27,6 +27,32 @@ export interface ErrorContext {
   apiKeyEnv?: string | undefined;
   /** Where the key is configured when `apiKeyEnv` is not set (RouteConfig.apiKeyFrom). */
   apiKeyFrom?: 'endpoint' | 'proxy-flag' | undefined;
+  /** The request continues a conversation (it has an assistant turn): Claude Code can compact it. */
+  hasEarlierTurns?: boolean | undefined;
+}
+
+/**
+ * Unified-KV exhaustion is contention: a prompt too big for the window alone is refused up front with
+ * `exceed_context_size_error`, so this 500 means other requests hold the shared cells. Compacting helps when
+ * this conversation is a big share of the cache (at least half the window) and can be compacted at all;
+ * Claude Code cannot compact a first exchange ("A single-exchange conversation cannot be compacted", the job
+ * fails), and a small conversation gains little. Those are told to retry instead, which Claude Code does with
+ * backoff while the other requests finish.
+ */
+function kvExhausted(error: { message: string }, context: ErrorContext): ClientError {
+  const window = context.contextTokens;
+  if (
+    window !== undefined &&
+    context.hasEarlierTurns === true &&
+    context.estimatedPromptTokens * 2 >= window
+  ) {
+    return promptTooLong(Math.max(context.estimatedPromptTokens, window + 1), window);
+  }
+  return {
+    status: 529,
+    type: 'overloaded_error',
+    message: `backend overloaded: ${error.message} (its shared KV cache is held by other requests; retry)`,
+  };
 }
 
 /** The fix for a rejected key, in the terms of where the user configures it. */
@@ -83,15 +109,7 @@ export function toClientError(error: BackendError, context: ErrorContext): Clien
       return promptTooLong(prompt, error.contextTokens);
     }
     case 'kv_exhausted':
-      if (context.contextTokens !== undefined) {
-        const prompt = Math.max(context.estimatedPromptTokens, context.contextTokens + 1);
-        return promptTooLong(prompt, context.contextTokens);
-      }
-      return {
-        status: 529,
-        type: 'overloaded_error',
-        message: `backend overloaded: ${error.message}`,
-      };
+      return kvExhausted(error, context);
     case 'unavailable':
       return {
         status: 529,

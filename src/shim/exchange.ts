@@ -1,6 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { RequestLogLine } from './log.js';
+import type { AnthropicRequest } from './normalize.js';
 import type { RouteRuntime } from './route.js';
 import { countInStats } from './route.js';
 
@@ -17,6 +18,8 @@ export interface Exchange {
   line: RequestLogLine;
   /** Bookkeeping deferred off the hot path, run at the latest just before the line is written. */
   beforeLog: Array<() => void>;
+  /** The forwarded request, parsed on first use (a `/v1/messages` body; undefined for other paths). */
+  request: () => AnthropicRequest | undefined;
 }
 
 export function createExchange(
@@ -39,6 +42,7 @@ export function createExchange(
     signal: controller.signal,
     startedAt: performance.now(),
     beforeLog: [],
+    request: () => undefined,
     line: {
       kind: 'request',
       ts: new Date().toISOString(),

@@ -70,6 +70,7 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
       parsed = result.ok ? result.request : undefined;
       return parsed;
     };
+    exchange.request = request;
     // Off the hot path: counted and fingerprinted once the answer is done, so a 1 MB parse never holds up the
     // relay (it shares this thread with every other stream).
     exchange.beforeLog.push(() => {

@@ -1,3 +1,4 @@
+import type { BackendError } from './backend-errors.js';
 import type { Diagnostics } from '../diagnostics.js';
 import type { RequestLog, RequestLogLine } from './log.js';
 import type { PrefixTracker } from './prefix-stability.js';
@@ -54,6 +55,8 @@ export interface RouteRuntime {
   stats: RouteStats;
   keepaliveMs: number;
   diagnostics: Diagnostics;
+  /** Told about every backend error the route translated (ShimOptions.onBackendError). */
+  onBackendError: (error: BackendError) => void;
   /** Aborts every request in flight on this route when the route closes. */
   abort: AbortController;
   inflight: Set<Promise<void>>;

@@ -187,8 +187,8 @@ describe('createShim keepalive and pre-first-byte errors', () => {
     // The shim's own ping decides when the head goes out: the backend's comment is held, the error stays HTTP.
     [
       60_000,
-      400,
-      '{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 8193 tokens > 8192 maximum"}}',
+      529,
+      '{"type":"error","error":{"type":"overloaded_error","message":"backend overloaded: Context size has been exceeded. (its shared KV cache is held by other requests; retry)"}}',
     ],
     // No shim keepalive: the backend's comment is the only one, passed on, so the error can only be an event.
     [

@@ -248,21 +248,45 @@ describe('createShim', () => {
     expect(line?.error?.original).toContain('"code":500');
   });
 
-  it('turns an error that is a stream’s first event into an HTTP error (unified-KV exhaustion, C21)', async () => {
-    const { emu, route } = await setup({}, { contextTokens: 65536 });
-    emu.injectFaults([
-      {
-        kind: 'sse_error',
-        afterEvents: 0,
-        error: { code: 500, message: 'Context size has been exceeded.', type: 'server_error' },
-      },
-    ]);
-    const result = await post(route, simple());
-    expect(result.status).toBe(400);
-    expect(errorOf(result.text).message).toMatch(
-      /^prompt is too long: \d+ tokens > 65536 maximum$/,
-    );
-  });
+  it.each([
+    // A first exchange: Claude Code cannot compact it, so it is told to retry (529, which it backs off on).
+    [
+      'a first exchange',
+      simple(),
+      65536,
+      529,
+      /^backend overloaded: Context size has been exceeded\./,
+    ],
+    // A conversation that fills half the window or more: it compacts.
+    [
+      'a long conversation',
+      simple({
+        messages: [
+          { role: 'user', content: 'Read the file.' },
+          { role: 'assistant', content: 'hello '.repeat(300) },
+          { role: 'user', content: 'Go on.' },
+        ],
+      }),
+      512,
+      400,
+      /^prompt is too long: \d+ tokens > 512 maximum$/,
+    ],
+  ])(
+    'turns unified-KV exhaustion that is a stream’s first event (C21) into an HTTP error for %s',
+    async (_, body, contextTokens, status, message) => {
+      const { emu, route } = await setup({}, { contextTokens });
+      emu.injectFaults([
+        {
+          kind: 'sse_error',
+          afterEvents: 0,
+          error: { code: 500, message: 'Context size has been exceeded.', type: 'server_error' },
+        },
+      ]);
+      const result = await post(route, body);
+      expect(result.status).toBe(status);
+      expect(errorOf(result.text).message).toMatch(message);
+    },
+  );
 
   it('sends event: ping while the backend is silent on an open stream', async () => {
     const { emu, route, logDir } = await setup({}, { keepaliveMs: 40 });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { silentDiagnostics, type Diagnostics } from '../diagnostics.js';
 import { LocalAgentsError } from '../errors.js';
+import type { BackendError } from './backend-errors.js';
 import { anthropicErrorJson } from './errors.js';
 import { createExchange, finishExchange } from './exchange.js';
 import { createRequestLog } from './log.js';
@@ -17,6 +18,7 @@ import {
 import { createAgents, createUpstream, destroyAgents } from './upstream.js';
 
 export type { RouteConfig, RouteStats } from './route.js';
+export type { BackendError } from './backend-errors.js';
 
 export interface ShimRoute {
   token: string;
@@ -37,6 +39,11 @@ export interface ShimOptions {
   host?: string;
   port?: number;
   diagnostics?: Diagnostics;
+  /**
+   * Every backend error a route translated, with the route it came through: the owner learns from them
+   * what no probe shows (an llama.cpp `Context size has been exceeded.` proves its KV cache is unified).
+   */
+  onBackendError?: (route: RouteConfig, error: BackendError) => void;
 }
 
 const ROUTE_PATH = /^\/j\/([A-Za-z0-9_-]+)(\/.*)?$/;
@@ -130,6 +137,14 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
       stats: emptyStats(),
       keepaliveMs: config.keepaliveMs ?? DEFAULT_KEEPALIVE_MS,
       diagnostics,
+      onBackendError: (error) => {
+        try {
+          options.onBackendError?.(config, error);
+        } catch (thrown) {
+          // An observer's bug must not break the answer to the client.
+          diagnostics.warn(`shim: onBackendError failed: ${String(thrown)}`);
+        }
+      },
       abort: new AbortController(),
       inflight: new Set(),
       seq: 0,

@@ -1,4 +1,4 @@
-import { classifyBackendError } from './backend-errors.js';
+import { classifyBackendError, type BackendError } from './backend-errors.js';
 import { anthropicErrorEvent, streamErrorType } from './errors.js';
 import { isRecord } from './fold-system.js';
 import { eventData, eventName, frame, num, parseJson, SEPARATOR } from './sse-frames.js';
@@ -62,6 +62,8 @@ export interface SseProcessorOptions {
   holdLeadingKeepalive?: () => boolean;
   /** The shim's estimate of the prompt, reported as input_tokens in a synthesised message_start. */
   promptTokensEstimate?: number;
+  /** Told about an error event the backend sent mid-stream, as classified. */
+  onBackendError?: (error: BackendError) => void;
 }
 
 /** The events that make up almost all of a stream and never need a look: counted and passed on untouched. */
@@ -193,6 +195,7 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
       code,
       JSON.stringify({ error: inner ?? { message: original } }),
     );
+    options.onBackendError?.(error);
     const translated = anthropicErrorEvent(streamErrorType(error), error.message);
     summary.repairs.add('translate_stream_error');
     summary.error = { original, translated: translated.slice(translated.indexOf('{'), -2) };

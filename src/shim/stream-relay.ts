@@ -38,6 +38,7 @@ export function relayStream(exchange: Exchange, upstream: IncomingMessage): Prom
     // The shim's ping covers the same silence and is what decides when the 200 is committed.
     holdLeadingKeepalive: () => keepalive && !res.headersSent,
     promptTokensEstimate: estimatePromptTokens(line.bytes_upstream || line.bytes_in),
+    onBackendError: route.onBackendError,
   });
   const headers = {
     'content-type': upstream.headers['content-type'] ?? 'text/event-stream',

@@ -6,6 +6,7 @@ import { estimatePromptTokens } from './normalize.js';
 /** Answers the client with the Anthropic form of a backend error, and keeps the original text in the log. */
 export function translateAndSend(exchange: Exchange, error: BackendError, original: string): void {
   const { config } = exchange.route;
+  exchange.route.onBackendError(error);
   const client = toClientError(error, {
     contextTokens: config.contextTokens,
     estimatedPromptTokens: estimatePromptTokens(
@@ -14,6 +15,11 @@ export function translateAndSend(exchange: Exchange, error: BackendError, origin
     endpointName: config.endpointName,
     apiKeyEnv: config.apiKeyEnv,
     apiKeyFrom: config.apiKeyFrom,
+    // Parsed only for the one error whose answer depends on the conversation.
+    hasEarlierTurns:
+      error.kind === 'kv_exhausted'
+        ? (exchange.request()?.messages.some((message) => message.role === 'assistant') ?? false)
+        : undefined,
   });
   const lowerBound =
     (error.kind === 'context_overflow' || error.kind === 'max_tokens_too_large') &&

@@ -236,6 +236,30 @@ describe('MCP answers', () => {
     expect(errorText(failed)).toContain('emu answered HTTP 500');
   });
 
+  it('says a llama.cpp KV cache is unified once the traffic proved it, and not before', async () => {
+    const { client } = await startTestApp(emulatorConfig(emulator.url));
+    const before = await callTool(client, 'list_models');
+    expect(before.endpoints).toEqual([expect.not.objectContaining({ kvUnified: true })]);
+    // The captured answer of a unified cache whose shared cells ran out (fixture C14).
+    emulator.injectFaults([
+      {
+        kind: 'status',
+        status: 500,
+        body: {
+          error: { code: 500, message: 'Context size has been exceeded.', type: 'server_error' },
+        },
+      },
+    ]);
+    const job = await callTool(client, 'run_agent', {
+      task: 'Write hello.txt.',
+      cwd: await tempDir(),
+      wait_s: 100,
+    });
+    expect(job.status).toBe('succeeded');
+    const after = await callTool(client, 'list_models');
+    expect(after.endpoints).toEqual([expect.objectContaining({ name: 'emu', kvUnified: true })]);
+  });
+
   it('lists finished jobs only when asked to', async () => {
     const { client } = await startTestApp(emulatorConfig(emulator.url));
     const cwd = await tempDir();
