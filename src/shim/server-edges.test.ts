@@ -7,6 +7,7 @@ import { waitFor } from '../../test/support/wait.js';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../emulator/emulator.js';
 import type { RequestLogLine } from './log.js';
 import { createShim, type RouteConfig, type ShimRoute } from './server.js';
+import { messagesBody } from '../../test/support/messages-body.js';
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -49,14 +50,7 @@ async function fakeBackend(handler: RequestListener) {
   return `http://127.0.0.1:${address.port}`;
 }
 
-const body = (extra: Record<string, unknown> = {}): string =>
-  JSON.stringify({
-    model: 'qwen-test',
-    max_tokens: 64,
-    stream: true,
-    messages: [{ role: 'user', content: 'Say hi.' }],
-    ...extra,
-  });
+const body = messagesBody;
 
 async function post(route: ShimRoute, text: string, signal?: AbortSignal) {
   return fetch(`${route.baseUrl}/v1/messages?beta=true`, {

@@ -9,6 +9,7 @@ import { startEmulator, type EmulatorOptions } from '../emulator/emulator.js';
 import { isRecord } from './fold-system.js';
 import type { RequestLogLine } from './log.js';
 import { createShim, type RouteConfig, type Shim, type ShimRoute } from './server.js';
+import { messagesBody } from '../../test/support/messages-body.js';
 
 const CLAUDE_CODE = new URL('../../../shared/fixtures/claude-code/', import.meta.url);
 
@@ -73,14 +74,7 @@ function errorOf(text: string): { type: unknown; message: unknown } {
   return { type: json.error.type, message: json.error.message };
 }
 
-const simple = (extra: Record<string, unknown> = {}): string =>
-  JSON.stringify({
-    model: 'qwen-test',
-    max_tokens: 64,
-    stream: true,
-    messages: [{ role: 'user', content: 'Say hi.' }],
-    ...extra,
-  });
+const simple = messagesBody;
 
 describe('createShim', () => {
   it('answers an unknown token with an Anthropic 404', async () => {
