@@ -73,7 +73,32 @@ describe('speedsFromMetrics', () => {
     const after = parsePrometheus(
       'vllm:prompt_tokens_total{model_name="m"} 1100\nvllm:request_prefill_time_seconds_sum{model_name="m"} 2\nvllm:generation_tokens_total{model_name="m"} 210\nvllm:request_decode_time_seconds_sum{model_name="m"} 5\n',
     );
-    expect(speedsFromMetrics(before, after)).toEqual({ prompt: 1000, generation: 50 });
+    expect(speedsFromMetrics(before, after)).toEqual({
+      prompt: 1000,
+      generation: 50,
+      generatedTokens: 200,
+    });
+  });
+
+  it('labels speeds server-wide when the server generated clearly more than the job, even with no job overlapping', () => {
+    const counters = (generated: number) =>
+      parsePrometheus(
+        `llamacpp:prompt_tokens_total 0\nllamacpp:prompt_seconds_total 0\nllamacpp:tokens_predicted_total ${generated}\nllamacpp:tokens_predicted_seconds_total ${generated / 100}\n`,
+      );
+    // The log's three requests generated 80 tokens: the server's 80 (or a little more) is this job alone.
+    for (const [generated, scope] of [
+      [80, 'job'],
+      [120, 'job'],
+      [400, 'server_wide'],
+    ] as const) {
+      const figures = computeBackendFigures({
+        requestLog: log,
+        before: counters(0),
+        after: counters(generated),
+        overlapped: false,
+      });
+      expect([generated, figures.speed_scope]).toEqual([generated, scope]);
+    }
   });
 
   it('answers undefined without a snapshot', () => {

@@ -52,19 +52,38 @@ function rate(
   return Math.round((tokenDelta / secondDelta) * 10) / 10;
 }
 
+export interface MetricsSpeeds {
+  prompt: number | null;
+  generation: number | null;
+  /** How many tokens the server generated in between, for every client: more than the job's own means others. */
+  generatedTokens: number | null;
+}
+
 export function speedsFromMetrics(
   before: MetricsSnapshot | undefined,
   after: MetricsSnapshot | undefined,
-): { prompt: number | null; generation: number | null } | undefined {
+): MetricsSpeeds | undefined {
   if (!before || !after) return undefined;
   for (const series of SPEED_SERIES) {
     if (!after.has(series.prompt[0]) && !after.has(series.generation[0])) continue;
+    const generated =
+      (after.get(series.generation[0]) ?? NaN) - (before.get(series.generation[0]) ?? NaN);
     return {
       prompt: rate(before, after, series.prompt),
       generation: rate(before, after, series.generation),
+      generatedTokens: Number.isFinite(generated) ? generated : null,
     };
   }
   return undefined;
+}
+
+/**
+ * The server generated clearly more than this job did (its request log's output tokens): someone else used
+ * it meanwhile — another server or `localagents run` on the same backend, which the runner cannot see.
+ * The slack covers a stream cut short, whose tokens the server counted and no usage reported.
+ */
+function othersUsedServer(speeds: MetricsSpeeds, ownGenerated: number): boolean {
+  return speeds.generatedTokens !== null && speeds.generatedTokens > ownGenerated * 1.1 + 32;
 }
 
 /** GET <base>/metrics within timeoutMs; undefined when the backend does not expose it (llama.cpp without --metrics: 501). */
@@ -140,7 +159,10 @@ export function computeBackendFigures(input: FiguresInput): BackendFigures {
   if (speeds) {
     figures.prompt_tokens_per_s = speeds.prompt;
     figures.generation_tokens_per_s = speeds.generation;
-    figures.speed_scope = input.overlapped ? 'server_wide' : 'job';
+    figures.speed_scope =
+      input.overlapped || othersUsedServer(speeds, figures.generated_tokens)
+        ? 'server_wide'
+        : 'job';
   }
   return figures;
 }
