@@ -5,6 +5,19 @@ export interface GitOptions {
   signal?: AbortSignal | undefined;
   /** Exit codes that are answers rather than failures (e.g. `diff --quiet` → 1). */
   okCodes?: number[];
+  /** Most stdout bytes to take (default 64 MiB); more fails the call (isOutputTooLarge). */
+  maxOutputBytes?: number;
+}
+
+/** The call failed because git printed more than maxOutputBytes. */
+export function isOutputTooLarge(error: unknown): boolean {
+  const cause = error instanceof Error ? error.cause : undefined;
+  return (
+    typeof cause === 'object' &&
+    cause !== null &&
+    'code' in cause &&
+    cause.code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER'
+  );
 }
 
 export interface GitResult {
@@ -29,7 +42,7 @@ export function runGit(cwd: string, args: string[], options: GitOptions = {}): P
       {
         cwd,
         env: { ...process.env, ...GIT_ENV },
-        maxBuffer: 64 * 1024 * 1024,
+        maxBuffer: options.maxOutputBytes ?? 64 * 1024 * 1024,
         signal: options.signal,
       },
       (error, stdout, stderr) => {

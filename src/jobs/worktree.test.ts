@@ -91,6 +91,27 @@ describe('finishWorktree', () => {
     expect(diff).toContain('+++ b/new/file.txt');
   });
 
+  it('bounds the diff: a file too big on its own is named with how to see it, the rest is shown', async () => {
+    const repo = await gitRepo({ 'big.txt': 'x\n', 'small.txt': 'a\n' });
+    const state = await tempDir();
+    const { info, runCwd } = await createWorktree({ stateDir: state, cwd: repo, jobId: 'job-7' });
+    await writeFile(join(runCwd, 'big.txt'), 'line of a generated file\n'.repeat(400));
+    await writeFile(join(runCwd, 'small.txt'), 'b\n');
+    await writeFile(join(runCwd, 'dump.log'), 'log line\n'.repeat(1000));
+    await writeFile(join(runCwd, 'note.txt'), 'new\n');
+    const diff = await computeDiff(info.path, info.base_commit, 4096);
+    expect(diff).toContain('+b');
+    expect(diff).toContain('+new');
+    expect(diff).toMatch(
+      /# the diff of big\.txt is over 4 KB and is not shown; see it with: git -C \S+ diff [0-9a-f]+ -- big\.txt/,
+    );
+    expect(diff).toContain('# the diff of dump.log is over');
+    expect(diff).not.toContain('line of a generated file');
+    expect(diff).not.toContain('log line');
+    // Without a bound that small, everything is there.
+    expect(await computeDiff(info.path, info.base_commit)).toContain('+line of a generated file');
+  });
+
   it('keeps a worktree whose only change is a commit', async () => {
     const repo = await gitRepo();
     const state = await tempDir();

@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
-import { gitOutput, runGit } from './git.js';
+import { gitOutput, isOutputTooLarge, runGit } from './git.js';
 import type { Diffstat, WorktreeInfo } from './job.js';
 
 export interface RepoLocation {
@@ -141,12 +141,70 @@ export async function computeDiffstat(path: string, baseCommit: string): Promise
   };
 }
 
-/** The full diff of the worktree against its base, untracked files included as additions. */
-export async function computeDiff(path: string, baseCommit: string): Promise<string> {
-  const parts = [(await runGit(path, ['diff', baseCommit])).stdout];
+const MAX_DIFF_BYTES = 16 * 1024 * 1024;
+
+/** Stands in for a file whose diff is too big to hold (a generated file, a dump): how to see it instead. */
+function tooLargeNote(path: string, baseCommit: string, file: string, maxBytes: number): string {
+  const size =
+    maxBytes >= 1024 * 1024
+      ? `${Math.round((maxBytes / (1024 * 1024)) * 10) / 10} MB`
+      : `${Math.round(maxBytes / 1024)} KB`;
+  return `diff --git a/${file} b/${file}\n# the diff of ${file} is over ${size} and is not shown; see it with: git -C ${shellQuote(path)} diff ${baseCommit} -- ${shellQuote(file)}\n`;
+}
+
+/** One git diff call; a diff over maxBytes becomes the note instead of failing the whole diff. */
+async function boundedDiff(
+  path: string,
+  args: string[],
+  note: () => string,
+  maxBytes: number,
+): Promise<string> {
+  try {
+    return (await runGit(path, args, { okCodes: [1], maxOutputBytes: maxBytes })).stdout;
+  } catch (error) {
+    if (isOutputTooLarge(error)) return note();
+    throw error;
+  }
+}
+
+/**
+ * The diff of the worktree against its base, untracked files included as additions. Bounded: one file's
+ * diff over `maxBytes` is replaced by a note saying how to see it, so a huge generated file cannot make
+ * the whole diff fail (job_diff pages what is left).
+ */
+export async function computeDiff(
+  path: string,
+  baseCommit: string,
+  maxBytes = MAX_DIFF_BYTES,
+): Promise<string> {
+  const parts: string[] = [];
+  try {
+    parts.push((await runGit(path, ['diff', baseCommit], { maxOutputBytes: maxBytes })).stdout);
+  } catch (error) {
+    if (!isOutputTooLarge(error)) throw error;
+    // Too big together: file by file, so only the files that are too big on their own are left out.
+    const names = (await gitOutput(path, ['diff', '--name-only', '-z', baseCommit]))
+      .split('\0')
+      .filter((name) => name.length > 0);
+    for (const file of names) {
+      parts.push(
+        await boundedDiff(
+          path,
+          ['diff', baseCommit, '--', file],
+          () => tooLargeNote(path, baseCommit, file, maxBytes),
+          maxBytes,
+        ),
+      );
+    }
+  }
   for (const file of await untrackedFiles(path)) {
     parts.push(
-      (await runGit(path, ['diff', '--no-index', '/dev/null', file], { okCodes: [1] })).stdout,
+      await boundedDiff(
+        path,
+        ['diff', '--no-index', '/dev/null', file],
+        () => tooLargeNote(path, baseCommit, file, maxBytes),
+        maxBytes,
+      ),
     );
   }
   return parts.join('');
