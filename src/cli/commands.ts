@@ -95,7 +95,7 @@ Options:
     usage: `localagents [serve] [--config F] [--http PORT] [--claude-path P]
 
 The MCP server that Claude Code talks to. stdio by default, which is what
-  claude mcp add localagents -- localagents --config ~/.config/localagents/models.yaml
+  claude mcp add --scope user local -- localagents --config ~/.config/localagents/models.yaml
 runs. Tools: list_models, register_endpoint, register_model, run_agent, wait_job, job_status,
 job_log, list_jobs, cancel_job, job_diff, local_complete (see docs/jobs.md).
 stdout carries JSON-RPC only; diagnostics go to stderr (level from LOCALAGENTS_LOG).
@@ -137,7 +137,7 @@ Options:
   {
     name: 'jobs',
     summary: 'list job records, newest first',
-    usage: `localagents jobs [--json] [--all] [--config F]
+    usage: `localagents jobs [--json] [--all] [--config F] [--claude-path P]
 
 Lists the jobs in the state directory ($LOCALAGENTS_STATE_DIR, else $XDG_STATE_HOME/localagents),
 newest first: the last 30, or all with --all. --json prints the job.json records as a JSON array.`,
@@ -146,7 +146,7 @@ newest first: the last 30, or all with --all. --json prints the job.json records
   {
     name: 'show',
     summary: 'one job record: status, result, files touched, worktree, backend figures',
-    usage: `localagents show <job> [--json]
+    usage: `localagents show <job> [--json] [--config F] [--claude-path P]
 
 Prints one job's record for people, or with --json its job.json.`,
     load: async () => (await import('./jobs.js')).runShow,
@@ -154,7 +154,7 @@ Prints one job's record for people, or with --json its job.json.`,
   {
     name: 'log',
     summary: 'a job transcript; -f follows it until the job ends',
-    usage: `localagents log <job> [-f] [-n N]
+    usage: `localagents log <job> [-f] [-n N] [--config F] [--claude-path P]
 
 Prints the job's transcript.txt.
 
@@ -166,7 +166,7 @@ Options:
   {
     name: 'diff',
     summary: 'the worktree diff of a job against its base commit (new files included)',
-    usage: `localagents diff <job>
+    usage: `localagents diff <job> [--config F] [--claude-path P]
 
 Prints the diff of a worktree job's working tree against the commit it started from,
 untracked files included. Jobs without a kept worktree have no diff.`,
@@ -175,7 +175,7 @@ untracked files included. Jobs without a kept worktree have no diff.`,
   {
     name: 'cancel',
     summary: 'stop a running job (also one run by a server or another terminal)',
-    usage: `localagents cancel <job> [--json]
+    usage: `localagents cancel <job> [--json] [--config F] [--claude-path P]
 
 Stops the job's claude session and waits until its record says cancelled. Works across
 processes: the server that runs the job records the cancel.`,

@@ -14,7 +14,6 @@ const llama: EndpointProbe = {
   context: { 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL': 65536 },
   slots: { total: 4, busy: 1, free: 3, source: 'slots' },
   metrics: true,
-  kvUnified: true,
   latency_ms: 3,
 };
 const vllm: EndpointProbe = {
@@ -147,7 +146,6 @@ describe('modelsJson', () => {
       context: { 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL': 65536 },
       slots: { total: 4, busy: 1, free: 3, source: 'slots' },
       metrics: true,
-      kv_unified: true,
       latency_ms: 3,
     });
     expect(json.endpoints.laptop).toEqual({

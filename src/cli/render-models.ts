@@ -39,7 +39,6 @@ function endpointJson(probe: EndpointProbe): Record<string, unknown> {
       : {}),
     ...(probe.vllm ? { vllm: probe.vllm } : {}),
     metrics: probe.metrics,
-    ...(probe.kvUnified ? { kv_unified: true } : {}),
     latency_ms: probe.latency_ms,
   };
 }

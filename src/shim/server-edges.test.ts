@@ -321,3 +321,48 @@ describe('requests.jsonl', () => {
     expect(documented.sort()).toEqual(Object.keys(line ?? {}).sort());
   });
 });
+
+describe('createShim onBackendError', () => {
+  const KV_FULL = { code: 500, message: 'Context size has been exceeded.', type: 'server_error' };
+
+  async function observedShim(onBackendError: (route: RouteConfig, kind: string) => void) {
+    const emu = await startEmulator({ nCtx: 65536 });
+    cleanup.push(() => emu.close());
+    const shim = await createShim({
+      onBackendError: (route, error) => onBackendError(route, error.kind),
+    });
+    cleanup.push(() => shim.close());
+    const route = shim.addRoute({
+      backendUrl: emu.url,
+      backend: 'llama.cpp',
+      servedId: 'qwen-test',
+    });
+    return { emu, route };
+  }
+
+  it.each([
+    // As an HTTP answer (C13/C14) and as an event after some deltas (C20).
+    ['an HTTP 500', { kind: 'status', status: 500, body: { error: KV_FULL } }, 529],
+    ['a mid-stream event: error', { kind: 'sse_error', afterEvents: 3, error: KV_FULL }, 200],
+  ] as const)('reports unified-KV exhaustion that comes as %s', async (_, fault, status) => {
+    const seen: Array<[string, string]> = [];
+    const { emu, route } = await observedShim((config, kind) =>
+      seen.push([config.backendUrl, kind]),
+    );
+    emu.injectFaults([fault]);
+    const response = await post(route, body());
+    expect(response.status).toBe(status);
+    await response.text();
+    expect(seen).toEqual([[emu.url, 'kv_exhausted']]);
+  });
+
+  it('still answers the client when the observer throws', async () => {
+    const { emu, route } = await observedShim(() => {
+      throw new Error('observer bug');
+    });
+    emu.injectFaults([{ kind: 'status', status: 500, body: { error: KV_FULL } }]);
+    const response = await post(route, body());
+    expect(response.status).toBe(529);
+    expect(await response.text()).toContain('overloaded_error');
+  });
+});
