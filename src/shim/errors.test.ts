@@ -126,22 +126,22 @@ describe('toClientError with llama.cpp captures', () => {
   it.each([
     // A conversation that is at least half the window compacts; the estimate is the size when above it.
     [
-      { hasEarlierTurns: true, estimatedPromptTokens: 12000 },
+      { compactable: true, estimatedPromptTokens: 12000 },
       'prompt is too long: 16385 tokens > 16384 maximum',
     ],
     [
-      { hasEarlierTurns: true, estimatedPromptTokens: 8192 },
+      { compactable: true, estimatedPromptTokens: 8192 },
       'prompt is too long: 16385 tokens > 16384 maximum',
     ],
     [
-      { hasEarlierTurns: true, estimatedPromptTokens: 20000 },
+      { compactable: true, estimatedPromptTokens: 20000 },
       'prompt is too long: 20000 tokens > 16384 maximum',
     ],
     // Small, or a first exchange Claude Code cannot compact, or no known window: retry.
-    [{ hasEarlierTurns: true, estimatedPromptTokens: 8191 }, 'backend overloaded'],
-    [{ hasEarlierTurns: false, estimatedPromptTokens: 20000 }, 'backend overloaded'],
+    [{ compactable: true, estimatedPromptTokens: 8191 }, 'backend overloaded'],
+    [{ compactable: false, estimatedPromptTokens: 20000 }, 'backend overloaded'],
     [
-      { hasEarlierTurns: true, estimatedPromptTokens: 20000, contextTokens: undefined },
+      { compactable: true, estimatedPromptTokens: 20000, contextTokens: undefined },
       'backend overloaded',
     ],
   ])('answers unified-KV exhaustion (C14) on a route with %o: %s', (patch, expected) => {

@@ -27,8 +27,11 @@ export interface ErrorContext {
   apiKeyEnv?: string | undefined;
   /** Where the key is configured when `apiKeyEnv` is not set (RouteConfig.apiKeyFrom). */
   apiKeyFrom?: 'endpoint' | 'proxy-flag' | undefined;
-  /** The request continues a conversation (it has an assistant turn): Claude Code can compact it. */
-  hasEarlierTurns?: boolean | undefined;
+  /**
+   * Claude Code can compact the conversation this request belongs to: it has an assistant turn and is not
+   * itself a compaction (or title) request.
+   */
+  compactable?: boolean | undefined;
 }
 
 /**
@@ -36,14 +39,15 @@ export interface ErrorContext {
  * `exceed_context_size_error`, so this 500 means other requests hold the shared cells. Compacting helps when
  * this conversation is a big share of the cache (at least half the window) and can be compacted at all;
  * Claude Code cannot compact a first exchange ("A single-exchange conversation cannot be compacted", the job
- * fails), and a small conversation gains little. Those are told to retry instead, which Claude Code does with
- * backoff while the other requests finish.
+ * fails) nor a compaction request (it would start its compaction-retry chain over the same contention), and
+ * a small conversation gains little. Those are told to retry instead, which Claude Code does with backoff
+ * while the other requests finish.
  */
 function kvExhausted(error: { message: string }, context: ErrorContext): ClientError {
   const window = context.contextTokens;
   if (
     window !== undefined &&
-    context.hasEarlierTurns === true &&
+    context.compactable === true &&
     context.estimatedPromptTokens * 2 >= window
   ) {
     return promptTooLong(Math.max(context.estimatedPromptTokens, window + 1), window);

@@ -265,6 +265,17 @@ describe('createShim', () => {
       400,
       /^prompt is too long: \d+ tokens > 512 maximum$/,
     ],
+    // A compaction request (captured) is as big, but compacting it again cannot help: retry.
+    [
+      'a compaction request',
+      capturedBody('compaction-request-reactive.json', (body) => {
+        body.model = 'qwen-test';
+        body.stream = true;
+      }),
+      512,
+      529,
+      /^backend overloaded: Context size has been exceeded\./,
+    ],
   ])(
     'turns unified-KV exhaustion that is a stream’s first event (C21) into an HTTP error for %s',
     async (_, body, contextTokens, status, message) => {

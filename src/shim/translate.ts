@@ -1,7 +1,17 @@
 import type { BackendError } from './backend-errors.js';
 import { anthropicErrorJson, toClientError, type ClientError } from './errors.js';
 import { sendJson, type Exchange } from './exchange.js';
-import { estimatePromptTokens } from './normalize.js';
+import { estimatePromptTokens, type AnthropicRequest } from './normalize.js';
+import { classifyRequest } from './prefix-stability.js';
+
+/** A conversation turn Claude Code could compact: it has an earlier assistant turn and is no side request. */
+function isCompactable(request: AnthropicRequest | undefined): boolean {
+  if (!request) return false;
+  return (
+    request.messages.some((message) => message.role === 'assistant') &&
+    classifyRequest(request).kind === 'chain'
+  );
+}
 
 /** Answers the client with the Anthropic form of a backend error, and keeps the original text in the log. */
 export function translateAndSend(exchange: Exchange, error: BackendError, original: string): void {
@@ -16,10 +26,7 @@ export function translateAndSend(exchange: Exchange, error: BackendError, origin
     apiKeyEnv: config.apiKeyEnv,
     apiKeyFrom: config.apiKeyFrom,
     // Parsed only for the one error whose answer depends on the conversation.
-    hasEarlierTurns:
-      error.kind === 'kv_exhausted'
-        ? (exchange.request()?.messages.some((message) => message.role === 'assistant') ?? false)
-        : undefined,
+    compactable: error.kind === 'kv_exhausted' ? isCompactable(exchange.request()) : undefined,
   });
   const lowerBound =
     (error.kind === 'context_overflow' || error.kind === 'max_tokens_too_large') &&
