@@ -8,15 +8,15 @@ import {
   fetchMetrics,
   type MetricsSnapshot,
 } from './backend-figures.js';
+import { watchCancelRequest } from './cancel-request.js';
 import type { JobRecord } from './job.js';
 import { decideOutcome, finishedFields, isPossibleNoOp } from './outcome.js';
 import { isProcessAlive, terminateProcess } from './process.js';
 import { runSession } from './session.js';
 import { buildSessionEnv } from './session-env.js';
-import { watchCancelRequest } from './cancel-request.js';
-import { fingerprintTree } from './tree-fingerprint.js';
 import { JOB_FILES } from './store.js';
 import { createTranscript, formatDoneLine, formatStartLine, formatStderr } from './transcript.js';
+import { fingerprintTree } from './tree-fingerprint.js';
 import { finishWorktree } from './worktree.js';
 
 const SAVE_DELAY_MS = 250;

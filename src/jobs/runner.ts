@@ -8,9 +8,9 @@ import type { ActiveJob, JobShim, ReadyEndpoint } from './active-job.js';
 import { cancelElsewhere, recoverJobs, type Recovery } from './recover.js';
 import { executeJob } from './run-job.js';
 import { buildSystemPromptAppend, delegateToolLists } from './session-env.js';
+import type { JobStore } from './store.js';
 import { waitForRecordElsewhere } from './watch-record.js';
 import { moveRepoPaths, worktreeNotice } from './worktree-brief.js';
-import type { JobStore } from './store.js';
 
 /** What the runner needs of the registry: resolution of a model name and the defaults (registry.ts). */
 export interface JobRegistry<R> {

@@ -2,12 +2,12 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type RequestListener } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { messagesBody } from '../../test/support/messages-body.js';
 import { tempDir } from '../../test/support/temp-dir.js';
 import { waitFor } from '../../test/support/wait.js';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../emulator/emulator.js';
 import type { RequestLogLine } from './log.js';
 import { createShim, type RouteConfig, type ShimRoute } from './server.js';
-import { messagesBody } from '../../test/support/messages-body.js';
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {

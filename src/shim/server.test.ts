@@ -3,13 +3,13 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { messagesBody } from '../../test/support/messages-body.js';
 import { tempDir } from '../../test/support/temp-dir.js';
 import { waitFor } from '../../test/support/wait.js';
 import { startEmulator, type EmulatorOptions } from '../emulator/emulator.js';
 import { isRecord } from './fold-system.js';
 import type { RequestLogLine } from './log.js';
 import { createShim, type RouteConfig, type Shim, type ShimRoute } from './server.js';
-import { messagesBody } from '../../test/support/messages-body.js';
 
 const CLAUDE_CODE = new URL('../../../shared/fixtures/claude-code/', import.meta.url);
 
