@@ -94,7 +94,7 @@ describe('job lifecycle', () => {
   it('waits from another runner for a job it does not own until the job ends', async () => {
     const owner = await startTestApp(emulatorConfig(emulator.url));
     // Holds the first answer back, so the job is still running when the other runner starts waiting.
-    emulator.injectFaults([{ kind: 'delay', ms: 1500, count: 1 }]);
+    emulator.injectFaults([{ kind: 'delay', ms: 5000, count: 1 }]);
     const before = emulator.requests.length;
     const started = await callTool(owner.client, 'run_agent', {
       task: 'Write hello.txt.',
