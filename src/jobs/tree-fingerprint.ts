@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runGit } from './git.js';
+import { findRepo } from './worktree.js';
 
 /**
  * A read-only fingerprint of a git work tree: HEAD, `git status` (untracked files included) and the
@@ -11,9 +12,9 @@ import { runGit } from './git.js';
  * git.ts keeps status from refreshing the index). Undefined outside a git repository.
  */
 export async function fingerprintTree(cwd: string): Promise<string | undefined> {
-  const root = await runGit(cwd, ['rev-parse', '--show-toplevel'], { okCodes: [128] });
-  if (root.code !== 0) return undefined;
-  const top = root.stdout.replace(/\n$/, '');
+  const repo = await findRepo(cwd);
+  if (!repo) return undefined;
+  const top = repo.root;
   const [head, status] = await Promise.all([
     runGit(top, ['rev-parse', '--verify', '--quiet', 'HEAD'], { okCodes: [1, 128] }),
     runGit(top, ['status', '--porcelain=v1', '-z', '--untracked-files=all']),
