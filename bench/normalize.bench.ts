@@ -17,7 +17,7 @@ const route: NormalizeRoute = { backend: 'llama.cpp', servedId: 'qwen-test' };
 
 function fixtureBody(name: string): Buffer {
   const fixture = JSON.parse(
-    readFileSync(new URL(`../../shared/fixtures/claude-code/${name}`, import.meta.url), 'utf8'),
+    readFileSync(new URL(`../test/fixtures/claude-code/${name}`, import.meta.url), 'utf8'),
   ) as { body: unknown };
   return Buffer.from(JSON.stringify(fixture.body));
 }

@@ -103,7 +103,7 @@ const viaShim = {
 
 const fixture = JSON.parse(
   readFileSync(
-    new URL('../../shared/fixtures/claude-code/first-turn-request.json', import.meta.url),
+    new URL('../test/fixtures/claude-code/first-turn-request.json', import.meta.url),
     'utf8',
   ),
 ) as { body: AnthropicRequest };

@@ -57,12 +57,13 @@ const ALLOWED_LOCAL: Record<string, readonly string[]> = {
   'errors.ts': [],
   'diagnostics.ts': [],
   'paths.ts': [],
-  shim: ['errors.ts', 'diagnostics.ts'],
-  registry: ['errors.ts', 'diagnostics.ts', 'paths.ts'],
-  emulator: ['errors.ts', 'diagnostics.ts'],
-  jobs: ['shim', 'registry', 'errors.ts', 'diagnostics.ts', 'paths.ts'],
-  mcp: ['jobs', 'registry', 'errors.ts', 'diagnostics.ts', 'paths.ts'],
-  'app.ts': ['mcp', 'jobs', 'shim', 'registry', 'errors.ts', 'diagnostics.ts', 'paths.ts'],
+  'version.ts': [],
+  shim: ['errors.ts', 'diagnostics.ts', 'version.ts'],
+  registry: ['errors.ts', 'diagnostics.ts', 'version.ts', 'paths.ts'],
+  emulator: ['errors.ts', 'diagnostics.ts', 'version.ts'],
+  jobs: ['shim', 'registry', 'errors.ts', 'diagnostics.ts', 'version.ts', 'paths.ts'],
+  mcp: ['jobs', 'registry', 'errors.ts', 'diagnostics.ts', 'version.ts', 'paths.ts'],
+  'app.ts': ['mcp', 'jobs', 'shim', 'registry', 'errors.ts', 'diagnostics.ts', 'version.ts', 'paths.ts'],
   cli: [
     'app.ts',
     'mcp',
@@ -73,6 +74,7 @@ const ALLOWED_LOCAL: Record<string, readonly string[]> = {
     'errors.ts',
     'diagnostics.ts',
     'paths.ts',
+    'version.ts',
   ],
 };
 

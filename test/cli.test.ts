@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/cli.js';
@@ -36,6 +37,17 @@ describe('runCli', () => {
       expect(stdout).toMatch(new RegExp(`^localagents \\[?${name}\\b`));
     },
   );
+
+  it('prints the version from package.json, the one place it is written', async () => {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    for (const flag of ['--version', '-v']) {
+      const { code, stdout } = await cli(flag);
+      expect(code).toBe(0);
+      expect(stdout).toBe(`localagents ${pkg.version}\n`);
+    }
+  });
 
   it('answers an unknown command with exit code 2 and the fix on stderr', async () => {
     const { code, stdout, stderr } = await cli('frobnicate');

@@ -1,4 +1,5 @@
 import { describeError, isLocalAgentsError } from '../errors.js';
+import { packageVersion } from '../version.js';
 import { findCommand, renderTopLevelHelp } from './commands.js';
 import type { CommandContext } from './context.js';
 
@@ -15,7 +16,7 @@ export async function runCli(
     return 0;
   }
   if (first === '--version' || first === '-v') {
-    context.stdout.write('localagents 0.1.0\n');
+    context.stdout.write(`localagents ${packageVersion()}\n`);
     return 0;
   }
   const explicit = first !== undefined && !first.startsWith('-');

@@ -28,7 +28,7 @@ export const runJobs: CommandRun = async (context) => {
     json: { type: 'boolean' },
     all: { type: 'boolean' },
   });
-  const app = openApp(context, values);
+  const app = await openApp(context, values);
   try {
     await app.recovered;
     const records = (await app.runner.list(true)).reverse();
@@ -50,7 +50,7 @@ export const runShow: CommandRun = async (context) => {
     true,
   );
   const id = jobArgument('show', positionals);
-  const app = openApp(context, values);
+  const app = await openApp(context, values);
   try {
     const record = await app.runner.get(id);
     context.stdout.write(
@@ -93,7 +93,7 @@ export const runLog: CommandRun = async (context) => {
     true,
   );
   const id = jobArgument('log', positionals);
-  const app = openApp(context, values);
+  const app = await openApp(context, values);
   try {
     const record = await app.runner.get(id);
     const path = join(app.store.jobDir(record.id), JOB_FILES.transcript);
@@ -132,7 +132,7 @@ export const runLog: CommandRun = async (context) => {
 export const runDiff: CommandRun = async (context) => {
   const { values, positionals } = parseCommandArgs('diff', context.args, APP_OPTIONS, true);
   const id = jobArgument('diff', positionals);
-  const app = openApp(context, values);
+  const app = await openApp(context, values);
   try {
     const record = await app.runner.get(id);
     const worktree = record.worktree;
@@ -160,7 +160,7 @@ export const runCancel: CommandRun = async (context) => {
     true,
   );
   const id = jobArgument('cancel', positionals);
-  const app = openApp(context, values);
+  const app = await openApp(context, values);
   try {
     const record = await app.runner.cancel(id);
     if (values.json) context.stdout.write(`${JSON.stringify(record, null, 2)}\n`);

@@ -1,7 +1,6 @@
-import { createApp, type App } from '../app.js';
+import type { App } from '../app.js';
 import { createDiagnostics } from '../diagnostics.js';
 import { resolveStateDir } from '../paths.js';
-import { configPaths } from '../registry/config.js';
 import type { CommandContext } from './context.js';
 
 /** Options every job command shares. */
@@ -10,11 +9,20 @@ export const APP_OPTIONS = {
   'claude-path': { type: 'string' },
 } as const;
 
-/** The app for one CLI command: state dir and config from the environment, diagnostics to the command's stderr. */
-export function openApp(
-  context: CommandContext,
-  values: { config?: string | undefined; 'claude-path'?: string | undefined },
-): App {
+export interface AppFlags {
+  config?: string | undefined;
+  'claude-path'?: string | undefined;
+}
+
+/**
+ * The app for one CLI command: state dir and config from the environment, diagnostics to the command's
+ * stderr. Imported on demand, so `serve` can answer the MCP handshake before the app has loaded.
+ */
+export async function openApp(context: CommandContext, values: AppFlags): Promise<App> {
+  const [{ createApp }, { configPaths }] = await Promise.all([
+    import('../app.js'),
+    import('../registry/config.js'),
+  ]);
   const env = context.env;
   return createApp({
     stateDir: resolveStateDir(env),

@@ -3,7 +3,7 @@ import { filesChanged, summarizeJob } from '../jobs/record.js';
 
 function elapsedSeconds(record: JobRecord, now: Date): string {
   const summary = summarizeJob(record, now);
-  return summary.elapsed_s === null ? '-' : `${summary.elapsed_s.toFixed(1)}s`;
+  return summary.elapsed_s === undefined ? '-' : `${summary.elapsed_s.toFixed(1)}s`;
 }
 
 function clip(text: string, width: number): string {

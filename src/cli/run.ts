@@ -103,7 +103,7 @@ export const runRun: CommandRun = async (context) => {
     context.stdout.write(`${id}\n`);
     return 0;
   }
-  const app = openApp(context, values);
+  const app = await openApp(context, values);
   try {
     await app.recovered;
     const outcome = await app.runner.start({

@@ -1,14 +1,17 @@
 import { createServer, type Server } from 'node:http';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { App } from '../app.js';
 import { LocalAgentsError } from '../errors.js';
+import { createMcpServer, lateDeps } from '../mcp/server.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
 import { APP_OPTIONS, openApp } from './open-app.js';
 
-/** stdio until the client closes stdin or a signal arrives. stdout carries JSON-RPC only. */
-async function serveStdio(app: App, context: CommandContext): Promise<void> {
-  const server = app.createMcpServer();
+/**
+ * stdio until the client closes stdin or a signal arrives. stdout carries JSON-RPC only. The handshake
+ * comes first: the app (registry, runner, Agent SDK on the first job) loads while the client initializes.
+ */
+async function serveStdio(app: Promise<App>, context: CommandContext): Promise<void> {
+  const server = createMcpServer(lateDeps(app, context.cwd));
   const transport = new StdioServerTransport(process.stdin, process.stdout);
   const ended = new Promise<void>((resolve) => {
     transport.onclose = () => resolve();
@@ -17,12 +20,15 @@ async function serveStdio(app: App, context: CommandContext): Promise<void> {
     context.signal.addEventListener('abort', () => resolve(), { once: true });
   });
   await server.connect(transport);
+  await reportRecovered(await app, context);
   await ended;
   await server.close().catch(() => {});
 }
 
 /** Streamable HTTP on 127.0.0.1:port at /mcp, stateless: a fresh MCP server per request, one app behind all. */
 async function serveHttp(app: App, context: CommandContext, port: number): Promise<void> {
+  const { StreamableHTTPServerTransport } =
+    await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
   const allowedHosts = [`127.0.0.1:${port}`, `localhost:${port}`];
   const http: Server = createServer((req, res) => {
     if (!req.url?.startsWith('/mcp')) {
@@ -84,16 +90,21 @@ export const runServe: CommandRun = async (context) => {
   const port = values.http === undefined ? undefined : integerFlag('serve', 'http', values.http, 0);
   const app = openApp(context, values);
   try {
-    const { interrupted, reaped } = await app.recovered;
-    if (interrupted.length > 0) {
-      context.stderr.write(
-        `localagents: marked ${interrupted.length} job(s) of a stopped server interrupted (${interrupted.join(', ')}); stopped ${reaped.length} orphaned claude process(es)\n`,
-      );
-    }
     if (port === undefined) await serveStdio(app, context);
-    else await serveHttp(app, context, port);
+    else {
+      await reportRecovered(await app, context);
+      await serveHttp(await app, context, port);
+    }
   } finally {
-    await app.close();
+    await (await app).close();
   }
   return 0;
 };
+
+async function reportRecovered(app: App, context: CommandContext): Promise<void> {
+  const { interrupted, reaped } = await app.recovered;
+  if (interrupted.length === 0) return;
+  context.stderr.write(
+    `localagents: marked ${interrupted.length} job(s) of a stopped server interrupted (${interrupted.join(', ')}); stopped ${reaped.length} orphaned claude process(es)\n`,
+  );
+}

@@ -7,7 +7,7 @@ import {
   speedsFromMetrics,
 } from './backend-figures.js';
 
-const llamaFixtures = new URL('../../../shared/fixtures/llama.cpp/', import.meta.url);
+const llamaFixtures = new URL('../../test/fixtures/llama.cpp/', import.meta.url);
 
 async function metricsBody(name: string): Promise<string> {
   const parsed = JSON.parse(await readFile(new URL(name, llamaFixtures), 'utf8')) as {

@@ -4,7 +4,7 @@ import { decideOutcome, isPossibleNoOp } from './outcome.js';
 import { newJobRecord } from './record.js';
 import { parseSdkMessage, type SdkResult } from './sdk-message.js';
 
-const fixtures = new URL('../../../shared/fixtures/claude-code/', import.meta.url);
+const fixtures = new URL('../../test/fixtures/claude-code/', import.meta.url);
 
 /** The first `result` message a recorded query() yielded (contract §5). */
 async function recordedResult(name: string): Promise<SdkResult> {

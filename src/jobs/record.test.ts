@@ -31,7 +31,39 @@ describe('summarizeJob', () => {
       new Date('2026-11-29T00:00:12Z'),
     );
     expect(summary.elapsed_s).toBe(12);
-    expect(summary.next).toMatch(/^call wait_job with job_id 20261129-000000-aaaa/);
+    expect(summary.next).toMatch(/^call wait_job again/);
+    expect(summary.possible_no_op).toBeUndefined();
+  });
+
+  it('says nothing that is null or empty for the status at hand', () => {
+    const queued = summarizeJob({ ...base, task: `  ${'word '.repeat(40)}` });
+    expect(Object.keys(queued)).toEqual(['id', 'status', 'task', 'next']);
+    expect(queued.task).toHaveLength(80);
+    expect(queued.task.endsWith('…')).toBe(true);
+    const failed = summarizeJob({
+      ...base,
+      status: 'failed',
+      started_at: '2026-11-29T00:00:00Z',
+      finished_at: '2026-11-29T00:00:03Z',
+      served_model: 'qwen',
+      endpoint: 'desk',
+      error: { kind: 'api_error', message: 'connection refused' },
+      last_activity: { at: '', text: 'tool Bash(npm test)' },
+    });
+    expect(failed).toEqual({
+      id: base.id,
+      status: 'failed',
+      task: base.task,
+      model: 'qwen',
+      endpoint: 'desk',
+      elapsed_s: 3,
+      turns: 0,
+      tool_calls: 0,
+      files_touched: [],
+      error: { kind: 'api_error', message: 'connection refused' },
+      next: expect.stringMatching(/job_log/) as unknown,
+    });
+    expect(JSON.stringify(failed)).not.toContain('null');
   });
 
   it('warns about a possible no-op and points a kept worktree at job_diff', () => {
@@ -56,7 +88,13 @@ describe('summarizeJob', () => {
         },
       },
     });
-    expect(kept.worktree?.diffstat).toBe('1 file changed, +2 -0: a.txt');
+    expect(kept.worktree).toEqual({
+      state: 'kept',
+      path: '/s/w',
+      branch: 'local-agent/x',
+      diffstat: '1 file changed, +2 -0: a.txt',
+    });
+    expect(kept.possible_no_op).toBeUndefined();
     expect(kept.next).toMatch(/job_diff/);
   });
 });

@@ -66,32 +66,34 @@ export function isMeaningfulResult(text: string | null): boolean {
   return words.length >= 4;
 }
 
-/** What run_agent, wait_job and job_status answer: the record without the bulky parts, plus what to do next. */
+/**
+ * What run_agent, wait_job and cancel_job answer: every answer costs the caller's context, so each field is
+ * there only when it says something for the status at hand (no nulls, no paths twice). job_status adds the
+ * rest of the record, including the worktree's review commands.
+ */
 export interface JobSummary {
   id: string;
   status: JobRecord['status'];
+  /** The brief's start, to tell jobs apart; the caller wrote the whole of it. */
   task: string;
-  model: string | null;
-  endpoint: string | null;
-  elapsed_s: number | null;
-  turns: number;
-  tool_calls: number;
-  files_touched: string[];
-  last_activity: string | null;
-  result_text: string | null;
-  error: JobRecord['error'];
-  possible_no_op: boolean;
-  warnings: string[];
-  worktree: {
-    path: string;
-    branch: string;
-    state: string;
-    diffstat: string | null;
-    review: NonNullable<WorktreeInfo['review']> | null;
-  } | null;
-  run_cwd: string;
+  model?: string;
+  endpoint?: string;
+  elapsed_s?: number;
+  turns?: number;
+  tool_calls?: number;
+  /** Relative to the job's directory (the worktree for an isolated job). */
+  files_touched?: string[];
+  last_activity?: string;
+  result_text?: string;
+  error?: NonNullable<JobRecord['error']>;
+  /** Only when true: the job ended without edits and without a real report. */
+  possible_no_op?: true;
+  warnings?: string[];
+  worktree?: { state: string; path?: string; branch?: string; diffstat?: string };
   next: string;
 }
+
+const SUMMARY_TASK_CHARS = 80;
 
 /** "1 file changed", "2 files changed". */
 export function filesChanged(count: number): string {
@@ -108,13 +110,13 @@ function nextStep(record: JobRecord): string {
   switch (record.status) {
     case 'queued':
     case 'running':
-      return `call wait_job with job_id ${record.id} (it returns within 110 s; call it again while the job runs)`;
+      return 'call wait_job again with this job_id (each call returns within 110 s)';
     case 'succeeded':
       if (record.possible_no_op) {
-        return 'the job ended without edits and without a real report: it may have done nothing; read job_log before trusting it';
+        return 'it ended without edits and without a real report: it may have done nothing; read job_log before trusting it';
       }
       if (record.worktree?.state === 'kept') {
-        return 'review the worktree diff (job_diff), run the tests yourself, then merge or drop it with the commands in worktree.review';
+        return 'review: job_diff, run the tests in worktree.path; job_status gives the merge and drop commands';
       }
       return 'review files_touched and verify the work yourself: local models make mistakes';
     case 'failed':
@@ -126,34 +128,49 @@ function nextStep(record: JobRecord): string {
   }
 }
 
+function clipTask(task: string): string {
+  const flat = task.replace(/\s+/g, ' ').trim();
+  return flat.length <= SUMMARY_TASK_CHARS ? flat : `${flat.slice(0, SUMMARY_TASK_CHARS - 1)}…`;
+}
+
+function summarizeWorktree(record: JobRecord): JobSummary['worktree'] {
+  const worktree = record.worktree;
+  if (!worktree) return undefined;
+  if (worktree.state === 'removed') return { state: worktree.state };
+  const diffstat = diffstatLine(record);
+  return {
+    state: worktree.state,
+    path: worktree.path,
+    branch: worktree.branch,
+    ...(diffstat === null ? {} : { diffstat }),
+  };
+}
+
 export function summarizeJob(record: JobRecord, now: Date = new Date()): JobSummary {
   const start = record.started_at ? Date.parse(record.started_at) : null;
   const end = record.finished_at ? Date.parse(record.finished_at) : now.getTime();
-  return {
+  const active = record.status === 'queued' || record.status === 'running';
+  const model = record.served_model ?? record.requested_model;
+  const summary: Omit<JobSummary, 'next'> = {
     id: record.id,
     status: record.status,
-    task: record.task.length > 300 ? `${record.task.slice(0, 300)}…` : record.task,
-    model: record.served_model ?? record.requested_model,
-    endpoint: record.endpoint,
-    elapsed_s: start === null ? null : Math.round((end - start) / 100) / 10,
-    turns: record.turns,
-    tool_calls: record.tool_calls,
-    files_touched: record.files_touched,
-    last_activity: record.last_activity?.text ?? null,
-    result_text: record.result_text,
-    error: record.error,
-    possible_no_op: record.possible_no_op,
-    warnings: record.warnings,
-    worktree: record.worktree
-      ? {
-          path: record.worktree.path,
-          branch: record.worktree.branch,
-          state: record.worktree.state,
-          diffstat: diffstatLine(record),
-          review: record.worktree.review ?? null,
-        }
-      : null,
-    run_cwd: record.run_cwd,
-    next: nextStep(record),
+    task: clipTask(record.task),
   };
+  if (model !== null) summary.model = model;
+  if (record.endpoint !== null) summary.endpoint = record.endpoint;
+  if (start !== null) {
+    summary.elapsed_s = Math.round((end - start) / 100) / 10;
+    summary.turns = record.turns;
+    summary.tool_calls = record.tool_calls;
+  }
+  if (record.files_touched.length > 0 || (!active && start !== null))
+    summary.files_touched = record.files_touched;
+  if (active && record.last_activity) summary.last_activity = record.last_activity.text;
+  if (record.result_text !== null) summary.result_text = record.result_text;
+  if (record.error !== null) summary.error = record.error;
+  if (record.possible_no_op) summary.possible_no_op = true;
+  if (record.warnings.length > 0) summary.warnings = record.warnings;
+  const worktree = summarizeWorktree(record);
+  if (worktree) summary.worktree = worktree;
+  return { ...summary, next: nextStep(record) };
 }

@@ -12,7 +12,6 @@ import { watchCancelRequest } from './cancel-request.js';
 import type { JobRecord } from './job.js';
 import { decideOutcome, finishedFields, isPossibleNoOp } from './outcome.js';
 import { isProcessAlive, terminateProcess } from './process.js';
-import { runSession } from './session.js';
 import { buildSessionEnv } from './session-env.js';
 import { JOB_FILES } from './store.js';
 import { createTranscript, formatDoneLine, formatStartLine, formatStderr } from './transcript.js';
@@ -114,6 +113,9 @@ export async function executeJob(
       timeoutS: settings.timeoutS,
       endpointEnv: ready.endpoint.env,
     });
+    // Loaded on the first job, not at start: the Agent SDK is a tenth of a second `serve` must not spend
+    // before it answers the MCP handshake.
+    const { runSession } = await import('./session.js');
     const session = runSession({
       prompt: settings.prompt,
       cwd: job.record.run_cwd,

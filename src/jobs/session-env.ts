@@ -1,3 +1,4 @@
+import { packageVersion } from '../version.js';
 /** Context windows below this get an explicit output budget (design §6). */
 const LARGE_WINDOW_TOKENS = 128 * 1024;
 const MIN_OUTPUT_TOKENS = 8192;
@@ -70,7 +71,7 @@ export function buildSessionEnv(input: SessionEnvInput): Record<string, string> 
   env.DISABLE_TELEMETRY = '1';
   env.DISABLE_AUTOUPDATER = '1';
   env.DISABLE_ERROR_REPORTING = '1';
-  env.CLAUDE_AGENT_SDK_CLIENT_APP = 'localagents/0.1.0';
+  env.CLAUDE_AGENT_SDK_CLIENT_APP = `localagents/${packageVersion()}`;
   return { ...env, ...input.endpointEnv };
 }
 

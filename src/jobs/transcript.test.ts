@@ -7,7 +7,7 @@ import {
   formatStartLine,
 } from './transcript.js';
 
-const fixtures = new URL('../../../shared/fixtures/claude-code/', import.meta.url);
+const fixtures = new URL('../../test/fixtures/claude-code/', import.meta.url);
 
 async function loadMessages(name: string): Promise<unknown[]> {
   const text = await readFile(new URL(name, fixtures), 'utf8');

@@ -1,10 +1,13 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describeError, isLocalAgentsError } from '../errors.js';
 
-/** The answer of every tool: a JSON object as structuredContent and the same JSON as text. */
+/**
+ * The answer of every tool: a JSON object as structuredContent and the same JSON as text. The text is what
+ * Claude Code shows the model, so it is compact: indentation would cost the caller's context on every call.
+ */
 export function jsonResult(data: object): CallToolResult {
   return {
-    content: [{ type: 'text', text: JSON.stringify(data, null, 2) }],
+    content: [{ type: 'text', text: JSON.stringify(data) }],
     structuredContent: { ...data },
   };
 }

@@ -55,11 +55,13 @@ export function badArgumentsResult(
  * a mismatch itself with bare text: no structuredContent, no fix. This takes over tools/call so that such a
  * call is answered like every other tool error (badArgumentsResult); a call that passes goes to the tool's
  * own handler, as the SDK would call it. Our tools are plain callbacks without output schemas or tasks, so
- * nothing else of the SDK's dispatch applies. Call it once every tool is registered.
+ * nothing else of the SDK's dispatch applies. Call it once every tool is registered. A call waits for
+ * `ready` (the server's parts still loading) before its handler runs.
  */
 export function answerBadArguments(
   server: McpServer,
   tools: ReadonlyMap<string, RegisteredTool>,
+  ready?: Promise<unknown>,
 ): void {
   const descriptions = new Map<string, Record<string, string>>();
   server.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -75,6 +77,7 @@ export function answerBadArguments(
     // One cast at the SDK's edge: RegisteredTool types its handler as the union of every handler kind.
     const handler = tool.handler as ToolHandler;
     try {
+      await ready;
       if (!tool.inputSchema) return (await handler(extra)) as CallToolResult;
       const parsed = await z.safeParseAsync(
         tool.inputSchema as z.ZodType,

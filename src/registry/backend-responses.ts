@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * The parts of llama-server and vLLM probe answers we read. Loose objects: both servers add
- * fields over time (shared/reference/backends.md §1.2, §2.9–2.11), and unknown ones must not fail a probe.
+ * fields over time (docs/reference/backends.md §1.2, §2.9–2.11), and unknown ones must not fail a probe.
  */
 
 const positiveInt = z.number().int().positive();

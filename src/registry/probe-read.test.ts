@@ -14,7 +14,7 @@ import {
 } from './probe-read.js';
 import { parsePrometheusText } from './prometheus.js';
 
-const FIXTURES = new URL('../../../shared/fixtures/llama.cpp/', import.meta.url);
+const FIXTURES = new URL('../../test/fixtures/llama.cpp/', import.meta.url);
 
 /** A recorded llama-server answer as the prober would have received it. */
 function captured(file: string): HttpAnswer {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { maxOf, parsePrometheusText, parseValue, sumOf } from './prometheus.js';
 
-const FIXTURES = new URL('../../../shared/fixtures/llama.cpp/', import.meta.url);
+const FIXTURES = new URL('../../test/fixtures/llama.cpp/', import.meta.url);
 function capturedMetrics(file: string): string {
   const capture = JSON.parse(readFileSync(new URL(file, FIXTURES), 'utf8')) as {
     response: { body_raw: string };

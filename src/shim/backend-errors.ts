@@ -4,7 +4,7 @@ import { z } from 'zod';
  * What a backend's error body means, whatever shape it came in: llama.cpp's `{"error":{code,message,type}}`,
  * vLLM's Anthropic-wrapped `{"type":"error","error":{type,message}}`, its OpenAI shapes (nested and flat),
  * its bare 401 `{"error":"Unauthorized"}`, FastAPI's `{"detail":…}`, or plain text.
- * See shared/reference/backends.md §1.5, §1.6, §1.8, §2.3, §2.5.
+ * See docs/reference/backends.md §1.5, §1.6, §1.8, §2.3, §2.5.
  */
 export type BackendError =
   /** The prompt alone does not fit: `promptTokens >= contextTokens` (exact unless `lowerBound`). */

@@ -4,7 +4,7 @@ import { classifyBackendError } from './backend-errors.js';
 import { isRecord } from './fold-system.js';
 import { toClientError, type ErrorContext } from './errors.js';
 
-const LLAMA = new URL('../../../shared/fixtures/llama.cpp/', import.meta.url);
+const LLAMA = new URL('../../test/fixtures/llama.cpp/', import.meta.url);
 
 /** Status and raw body text of a captured llama-server answer. */
 function captured(name: string): { status: number; body: string } {

@@ -4,7 +4,7 @@ import { contentText, isRecord } from './fold-system.js';
 import { normalizeRequest, type AnthropicRequest, type NormalizeRoute } from './normalize.js';
 import { fingerprintPrompt } from './prefix-stability.js';
 
-const CLAUDE_CODE = new URL('../../../shared/fixtures/claude-code/', import.meta.url);
+const CLAUDE_CODE = new URL('../../test/fixtures/claude-code/', import.meta.url);
 
 /** A captured Claude Code request body, serialised compactly the way Claude Code sends it. */
 function capturedBody(name: string): Buffer {

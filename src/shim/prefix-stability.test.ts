@@ -4,7 +4,7 @@ import { isRecord } from './fold-system.js';
 import { normalizeRequest, parseRequest, type AnthropicRequest } from './normalize.js';
 import { createPrefixTracker, fingerprintPrompt } from './prefix-stability.js';
 
-const CLAUDE_CODE = new URL('../../../shared/fixtures/claude-code/', import.meta.url);
+const CLAUDE_CODE = new URL('../../test/fixtures/claude-code/', import.meta.url);
 
 /** A captured Claude Code request as the backend would get it (after the shim's rewrites). */
 function forwarded(name: string, edit?: (body: Record<string, unknown>) => void): AnthropicRequest {

@@ -11,7 +11,7 @@ import { isRecord } from './fold-system.js';
 import type { RequestLogLine } from './log.js';
 import { createShim, type RouteConfig, type Shim, type ShimRoute } from './server.js';
 
-const CLAUDE_CODE = new URL('../../../shared/fixtures/claude-code/', import.meta.url);
+const CLAUDE_CODE = new URL('../../test/fixtures/claude-code/', import.meta.url);
 
 function capturedBody(name: string, edit?: (body: Record<string, unknown>) => void): string {
   const fixture: unknown = JSON.parse(readFileSync(new URL(name, CLAUDE_CODE), 'utf8'));

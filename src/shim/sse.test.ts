@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { countPlainEvents, createSseProcessor, type SseProcessor } from './sse.js';
 
-const LLAMA = new URL('../../../shared/fixtures/llama.cpp/', import.meta.url);
+const LLAMA = new URL('../../test/fixtures/llama.cpp/', import.meta.url);
 
 /** The event-stream body of a captured `.sse` file (status line and headers stripped). */
 function capturedStream(name: string): string {

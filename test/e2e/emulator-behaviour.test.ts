@@ -8,7 +8,7 @@ import { loadLlamaFixtures, parseSse, responseHeader } from '../support/llama-fi
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
 
-/** One capture of ../shared/fixtures/llama.cpp by its case id (Z01 …). */
+/** One capture of test/fixtures/llama.cpp by its case id (Z01 …). */
 function capturedCase(id: string) {
   const fixture = loadLlamaFixtures().find((f) => f.file.startsWith(`${id}-`));
   if (!fixture) throw new Error(`fixture ${id} is missing`);

@@ -1,5 +1,5 @@
 /**
- * Replays every llama-server capture in ../shared/fixtures/llama.cpp against an emulator configured like
+ * Replays every llama-server capture in test/fixtures/llama.cpp against an emulator configured like
  * the captured server (README command table) and checks status, content type, error type/message, JSON
  * key structure, the content block types in order and the SSE event skeleton. Values that depend on the
  * real tokenizer or sampler (generated text, ids, timings, most token counts) are not compared; where the
@@ -481,7 +481,7 @@ describe('llama.cpp personality against the b10108 captures', () => {
 });
 
 describe('fixture coverage', () => {
-  it('replays every file of ../shared/fixtures/llama.cpp or lists why not', () => {
+  it('replays every file of test/fixtures/llama.cpp or lists why not', () => {
     const files = listFixtureFiles();
     const loaded = new Set(FIXTURES.map((fixture) => fixture.file));
     const elsewhere = new Set<string>([

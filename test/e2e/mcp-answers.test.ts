@@ -45,17 +45,38 @@ describe('MCP answers', () => {
     const { client } = await startTestApp(emulatorConfig(emulator.url));
     const instructions = client.getInstructions() ?? '';
     for (const step of [
-      '1. list_models',
-      '2. run_agent',
-      '3. wait_job',
-      'job_status / job_log',
-      'files_touched, or job_diff',
-      'treat every result as a draft to verify',
+      '1. run_agent',
+      '2. wait_job',
+      '3. Review',
+      'ToolSearch',
+      'select:mcp__local__run_agent,mcp__local__wait_job',
+      'cwd = the absolute path of the project',
+      'job_diff',
+      'Treat every result as a draft',
       'ask the user to start it',
       'local_complete',
     ]) {
       expect(instructions).toContain(step);
     }
+    // Each tool the instructions name exists under that bare name (the suffix of mcp__<server>__<name>).
+    const named = [...instructions.matchAll(/\b([a-z]+_[a-z_]+)\b/g)].map((match) => match[1]);
+    const listed = new Set((await client.listTools()).tools.map((tool) => tool.name));
+    const toolNames = named.filter(
+      (name): name is string =>
+        name !== undefined &&
+        !name.startsWith('mcp__') &&
+        /_(agent|job|models|log|diff|status|complete)$/.test(name),
+    );
+    expect(toolNames.length).toBeGreaterThan(5);
+    expect(toolNames.filter((name) => !listed.has(name))).toEqual([]);
+    // The default and the recommendation for isolation read the same in both places.
+    const runAgent = (await client.listTools()).tools.find((tool) => tool.name === 'run_agent');
+    const isolation = JSON.stringify(runAgent?.inputSchema.properties?.isolation ?? {});
+    expect(isolation).toContain('recommended in a git repository');
+    expect(isolation).toContain('\\"none\\" (the default)');
+    expect(instructions).toContain(
+      'isolation "worktree" (recommended; the default "none" edits cwd directly)',
+    );
     const tools = (await client.listTools()).tools.map((tool) => tool.name).sort();
     expect(tools).toEqual([
       'cancel_job',

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
 import { git, gitRepo } from '../support/git-repo.js';
-import { callTool, emulatorConfig, startTestApp } from '../support/mcp-client.js';
+import { callTool, callToolRaw, emulatorConfig, startTestApp } from '../support/mcp-client.js';
 
 let emulator: Emulator;
 beforeAll(async () => {
@@ -32,7 +32,20 @@ describe('run_agent over MCP', () => {
     let summary = await callTool(client, 'wait_job', { job_id: id, timeout_s: 100 });
     expect(summary.status).toBe('succeeded');
     expect(summary.files_touched).toEqual(['hello.txt']);
-    expect(summary.possible_no_op).toBe(false);
+    expect(summary.possible_no_op).toBeUndefined();
+
+    // Every answer costs the caller's context: a finished worktree job fits in 700 characters, each
+    // path once, nothing null.
+    const answered = await callToolRaw(client, 'wait_job', { job_id: id, timeout_s: 0 });
+    const text = answered.content
+      .map((block) => (block.type === 'text' ? block.text : ''))
+      .join('');
+    expect(JSON.parse(text)).toEqual(answered.structuredContent);
+    expect(text.length, text).toBeLessThanOrEqual(700);
+    expect(text).not.toContain('null');
+    const worktreePath = String((summary.worktree as { path?: unknown } | undefined)?.path);
+    const ours = text.replace(JSON.stringify(summary.result_text), '');
+    expect(ours.split(worktreePath).length - 1).toBe(1);
 
     const record = await app.store.read(id);
     expect(record.worktree?.state).toBe('kept');

@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
-/** `../shared/fixtures/llama.cpp` beside the repository (CI clones the repo next to shared/). */
+/** `test/fixtures/llama.cpp`: the recorded llama-server captures (see test/fixtures/README.md). */
 export const LLAMA_FIXTURES = fileURLToPath(
-  new URL('../../../shared/fixtures/llama.cpp/', import.meta.url),
+  new URL('../fixtures/llama.cpp/', import.meta.url),
 );
 
 const FixtureSchema = z.object({

@@ -10,7 +10,7 @@ export function registerJobStatusTool(server: McpServer, deps: McpDeps): Registe
     {
       title: 'Job status',
       description:
-        'The current state of a job without waiting: summary plus token usage and backend figures (requests, cache hit rate, speeds) and the paths of its record and transcript.',
+        'The current state of a job without waiting: the summary plus token usage, backend figures (requests, cache hit rate, speeds), the record directory and, for a kept worktree, the git commands to see, merge or drop it.',
       inputSchema: { job_id: jobIdInput },
       annotations: { readOnlyHint: true },
     },
@@ -28,6 +28,7 @@ export function registerJobStatusTool(server: McpServer, deps: McpDeps): Registe
           usage: record.usage,
           backend: record.backend,
           record_dir: deps.store.jobDir(record.id),
+          ...(record.worktree?.review ? { review: record.worktree.review } : {}),
         });
       }),
   );

@@ -1,5 +1,6 @@
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { COMFORTABLE_CONTEXT_TOKENS, formatConfigIssue } from '../../registry/config.js';
+import { COMFORTABLE_CONTEXT_TOKENS } from '../../registry/config-defaults.js';
+import { formatConfigIssue } from '../../registry/config-messages.js';
 import { answer, jsonResult } from '../results.js';
 import type { McpDeps } from '../server.js';
 

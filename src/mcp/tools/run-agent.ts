@@ -27,12 +27,14 @@ export const runAgentInput = {
   cwd: z
     .string()
     .optional()
-    .describe('Absolute working directory of the job; default: the server’s directory'),
+    .describe(
+      'Absolute path of the project you are working in; the job runs there. Always pass it: without it the job runs wherever the localagents server was started, which is not necessarily your project',
+    ),
   isolation: z
     .enum(['none', 'worktree'])
     .optional()
     .describe(
-      '"worktree": run on a new branch local-agent/<job> in a separate git worktree, kept only if it changed something (recommended in git repositories); "none" (default): edit cwd directly',
+      '"worktree" (recommended in a git repository): the job works on a new branch local-agent/<job> in its own git worktree, kept only if it changed something, so your tree stays untouched. "none" (the default): the job edits cwd directly',
     ),
   base_ref: z
     .string()
@@ -93,7 +95,7 @@ export function registerRunAgentTool(server: McpServer, deps: McpDeps): Register
     {
       title: 'Delegate a task to a local model',
       description:
-        'Start a headless Claude Code session driven by a local model to do one routine task (edits, tests, refactors, boilerplate). Answers at once with the job summary (id, status), or after wait_s. Follow it with wait_job, then review what it did: local models make mistakes, so treat the result as a draft. If the model is not running, the answer says so and whom to ask; nothing is started.',
+        'Start a headless Claude Code session driven by a local model to do one routine task (edits, tests, refactors, boilerplate) in cwd. Answers at once with the job id and status (or after wait_s). Then call wait_job until the status is final, and review what it did: local models make mistakes, so treat the result as a draft. If the model is not running, the answer says so and whom to ask; nothing is started.',
       inputSchema: runAgentInput,
     },
     (args) =>

@@ -14,7 +14,7 @@ export function registerWaitJobTool(server: McpServer, deps: McpDeps): Registere
     'wait_job',
     {
       title: 'Wait for a job',
-      description: `Wait until a job finishes or timeout_s passes (at most ${MAX_WAIT_S} s, under Claude Code's 2-minute tool limit), then answer with its summary. While the status is still running, call wait_job again. Sends progress notifications with the job's last activity when the call carries a progress token.`,
+      description: `Wait for a job started by run_agent. Returns its summary as soon as the job ends, or after timeout_s (default and most ${MAX_WAIT_S} s) with the job still "running" or "queued": then call wait_job again with the same job_id. A finished summary has result_text, files_touched and, for worktree jobs, the worktree to review.`,
       inputSchema: {
         job_id: jobIdInput,
         timeout_s: z
@@ -61,7 +61,9 @@ export function registerWaitJobTool(server: McpServer, deps: McpDeps): Registere
               notify(update, false);
             },
           );
-          return jsonResult(summarizeJob(record));
+          // The warnings came with run_agent's answer; repeating them on every wait costs the caller's context.
+          const { warnings: _warnings, ...summary } = summarizeJob(record);
+          return jsonResult(summary);
         } finally {
           clearInterval(heartbeat);
         }
