@@ -25,6 +25,8 @@ export interface App {
   store: JobStore;
   /** A new MCP server on this app's parts; connect a transport to it. */
   createMcpServer(): ReturnType<typeof createMcpServer>;
+  /** `serve --http` says where it listens, so that no delegate connects back to this server. */
+  noteMcpUrl(url: string): void;
   /** Interrupted jobs of dead servers and reaped orphans, found at start. */
   recovered: Promise<{ interrupted: string[]; reaped: number[] }>;
   /** Stops every running job (recording it), then the shim. Idempotent. */
@@ -60,6 +62,7 @@ export function createApp(options: AppOptions): App {
   const store = createJobStore(options.stateDir);
   // The shim listens only once a job needs it: `serve` answers list_models without opening a port.
   let shim: Promise<Shim> | undefined;
+  const mcpUrls: string[] = [];
   const runner = createRunner<Resolution>({
     stateDir: options.stateDir,
     store,
@@ -75,6 +78,7 @@ export function createApp(options: AppOptions): App {
     baseEnv: options.env,
     diagnostics: options.diagnostics,
     claudePath: options.claudePath,
+    mcpUrls: () => mcpUrls,
     readyOf: readyEndpoint,
   });
   const recovered = runner.recover().catch((error: unknown) => {
@@ -88,6 +92,7 @@ export function createApp(options: AppOptions): App {
     runner,
     store,
     recovered,
+    noteMcpUrl: (url) => void mcpUrls.push(url),
     createMcpServer: () => createMcpServer({ registry, runner, store, cwd }),
     close: () =>
       (closing ??= (async () => {

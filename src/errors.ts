@@ -17,7 +17,9 @@ export type ErrorCode =
   /** An HTTP server could not be started (port in use, bad host). */
   | 'LISTEN_FAILED'
   /** A file localagents owns could not be read or written. */
-  | 'IO_FAILED';
+  | 'IO_FAILED'
+  /** `serve` was started by a delegate's Claude Code: delegates do not delegate. */
+  | 'INSIDE_DELEGATE';
 
 export interface LocalAgentsErrorOptions {
   hint?: string;

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { App } from '../app.js';
 import { LocalAgentsError } from '../errors.js';
+import { DELEGATE_MARKER } from '../jobs/session-env.js';
 import { createMcpServer, lateDeps } from '../mcp/server.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
 import { APP_OPTIONS, openApp } from './open-app.js';
@@ -73,6 +74,7 @@ async function serveHttp(app: App, context: CommandContext, port: number): Promi
   const address = http.address();
   const actual = typeof address === 'object' && address ? address.port : port;
   allowedHosts.push(`127.0.0.1:${actual}`, `localhost:${actual}`);
+  app.noteMcpUrl(`http://127.0.0.1:${actual}/mcp`);
   context.stderr.write(`localagents: MCP over streamable HTTP at http://127.0.0.1:${actual}/mcp\n`);
   await new Promise<void>((resolve) =>
     context.signal.addEventListener('abort', () => resolve(), { once: true }),
@@ -88,6 +90,15 @@ export const runServe: CommandRun = async (context) => {
     http: { type: 'string' },
   });
   const port = values.http === undefined ? undefined : integerFlag('serve', 'http', values.http, 0);
+  if (context.env[DELEGATE_MARKER]) {
+    throw new LocalAgentsError(
+      'INSIDE_DELEGATE',
+      'localagents serve: not starting inside a localagents job (a delegate does not delegate)',
+      {
+        hint: 'the delegate inherited an MCP registration of localagents that was not recognised; set defaults.delegate_mcp: none, or register localagents by its command (localagents …) so it is left out',
+      },
+    );
+  }
   const app = openApp(context, values);
   try {
     if (port === undefined) await serveStdio(app, context);

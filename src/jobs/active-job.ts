@@ -1,4 +1,5 @@
 import type { Diagnostics } from '../diagnostics.js';
+import type { DelegateMcp } from '../registry/config-types.js';
 import type { RouteConfig } from '../shim/route.js';
 import type { JobRecord, PermissionMode, SettingSource } from './job.js';
 import type { JobStore } from './store.js';
@@ -37,6 +38,8 @@ export interface JobSettings {
   resumeSessionId?: string | undefined;
   dumpRequests: boolean;
   keepaliveS: number;
+  /** The user's MCP servers in the delegate: all but localagents itself, or none. */
+  delegateMcp: DelegateMcp;
 }
 
 export type TerminationReason = 'timeout' | 'cancelled' | 'shutdown';
@@ -58,4 +61,6 @@ export interface ExecuteDeps {
   baseEnv: Record<string, string | undefined>;
   diagnostics: Diagnostics;
   claudePath?: string | undefined;
+  /** The streamable-HTTP URLs this process serves MCP on, so delegates never connect back to it. */
+  mcpUrls?: () => readonly string[];
 }

@@ -1,4 +1,4 @@
-import type { JobRecord, PermissionMode, WorktreeInfo } from './job.js';
+import type { JobRecord, PermissionMode } from './job.js';
 
 export interface NewJobInput {
   id: string;

@@ -1,4 +1,5 @@
 import { access, readFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describeError } from '../errors.js';
 import type { ActiveJob, ExecuteDeps, JobSettings, ReadyEndpoint } from './active-job.js';
@@ -10,6 +11,12 @@ import {
 } from './backend-figures.js';
 import { watchCancelRequest } from './cancel-request.js';
 import type { JobRecord } from './job.js';
+import {
+  configuredMcpServers,
+  delegateMcpPolicy,
+  ownPackageRoots,
+  type DelegateMcpPolicy,
+} from './delegate-mcp.js';
 import { decideOutcome, finishedFields, isPossibleNoOp } from './outcome.js';
 import { isProcessAlive, terminateProcess } from './process.js';
 import { buildSessionEnv } from './session-env.js';
@@ -19,6 +26,26 @@ import { fingerprintTree } from './tree-fingerprint.js';
 import { finishWorktree } from './worktree.js';
 
 const SAVE_DELAY_MS = 250;
+
+/** Which MCP servers this job's delegate loads: never localagents itself (see delegate-mcp.ts). */
+async function delegateMcpFor(
+  deps: ExecuteDeps,
+  record: JobRecord,
+  settings: JobSettings,
+): Promise<DelegateMcpPolicy> {
+  const [configured, packageRoots] = await Promise.all([
+    configuredMcpServers({
+      home: deps.baseEnv.HOME ?? homedir(),
+      claudeConfigDir: deps.baseEnv.CLAUDE_CONFIG_DIR,
+      dirs: [record.cwd, record.run_cwd],
+    }),
+    ownPackageRoots(),
+  ]);
+  return delegateMcpPolicy(settings.delegateMcp, configured, {
+    packageRoots,
+    mcpUrls: [...(deps.mcpUrls?.() ?? [])],
+  });
+}
 
 /** Runs one job to its end. Never throws: whatever happens ends up in the record, and teardown always runs. */
 export async function executeJob(
@@ -116,6 +143,7 @@ export async function executeJob(
     // Loaded on the first job, not at start: the Agent SDK is a tenth of a second `serve` must not spend
     // before it answers the MCP handshake.
     const { runSession } = await import('./session.js');
+    const mcp = await delegateMcpFor(deps, job.record, settings);
     const session = runSession({
       prompt: settings.prompt,
       cwd: job.record.run_cwd,
@@ -126,6 +154,7 @@ export async function executeJob(
       allowedTools: settings.allowedTools,
       disallowedTools: settings.disallowedTools,
       settingSources: settings.settingSources,
+      mcp,
       maxTurns: settings.maxTurns,
       resume: settings.resumeSessionId,
       claudePath: deps.claudePath,

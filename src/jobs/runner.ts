@@ -44,6 +44,8 @@ export interface RunnerDeps<R> {
   baseEnv: Record<string, string | undefined>;
   diagnostics: Diagnostics;
   claudePath?: string | undefined;
+  /** The streamable-HTTP URLs this process serves MCP on (see ExecuteDeps). */
+  mcpUrls?: () => readonly string[];
   /** Picks the ready resolution out of the registry's answer; undefined means "not ready". */
   readyOf: (resolution: R) => (ReadyEndpoint & { warnings?: string[] }) | undefined;
 }
@@ -109,6 +111,7 @@ export function createRunner<R>(deps: RunnerDeps<R>): Runner<R> {
         baseEnv: deps.baseEnv,
         diagnostics: deps.diagnostics,
         claudePath: deps.claudePath,
+        ...(deps.mcpUrls === undefined ? {} : { mcpUrls: deps.mcpUrls }),
       },
       job,
       ready,
@@ -130,6 +133,7 @@ export function createRunner<R>(deps: RunnerDeps<R>): Runner<R> {
         resumeSessionId: previous?.session_id ?? undefined,
         dumpRequests: defaults.dump_requests,
         keepaliveS: defaults.keepalive_s,
+        delegateMcp: defaults.delegate_mcp,
       },
     )
       .catch((error: unknown) =>

@@ -1,4 +1,7 @@
 import { packageVersion } from '../version.js';
+/** Set in every delegate's environment; `serve` started under it refuses to run. */
+export const DELEGATE_MARKER = 'LOCALAGENTS_DELEGATE';
+
 /** Context windows below this get an explicit output budget (design §6). */
 const LARGE_WINDOW_TOKENS = 128 * 1024;
 const MIN_OUTPUT_TOKENS = 8192;
@@ -72,6 +75,9 @@ export function buildSessionEnv(input: SessionEnvInput): Record<string, string> 
   env.DISABLE_AUTOUPDATER = '1';
   env.DISABLE_ERROR_REPORTING = '1';
   env.CLAUDE_AGENT_SDK_CLIENT_APP = `localagents/${packageVersion()}`;
+  // Claude Code passes its environment to the MCP servers it starts: a `localagents serve` that finds this
+  // refuses to run, should a registration slip past the delegate's deniedMcpServers (delegate-mcp.ts).
+  env[DELEGATE_MARKER] = '1';
   return { ...env, ...input.endpointEnv };
 }
 

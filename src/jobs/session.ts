@@ -1,4 +1,5 @@
 import { query, type Options } from '@anthropic-ai/claude-agent-sdk';
+import type { DelegateMcpPolicy } from './delegate-mcp.js';
 import type { PermissionMode, SettingSource } from './job.js';
 import { spawnClaudeProcess } from './process.js';
 import { pinnedSettingsEnv } from './session-env.js';
@@ -15,6 +16,8 @@ export interface SessionOptions {
   allowedTools: string[];
   disallowedTools: string[];
   settingSources: SettingSource[];
+  /** The user's MCP servers: which are denied (localagents itself), or none at all. */
+  mcp: DelegateMcpPolicy;
   maxTurns: number;
   /** Session id of an earlier job to continue (same cwd). */
   resume?: string | undefined;
@@ -38,7 +41,14 @@ function sessionOptions(options: SessionOptions, abortController: AbortControlle
     allowedTools: options.allowedTools,
     disallowedTools: options.disallowedTools,
     settingSources: options.settingSources,
-    settings: { env: pinnedSettingsEnv(options.env) },
+    settings: {
+      env: pinnedSettingsEnv(options.env),
+      ...(options.mcp.deniedMcpServers.length > 0
+        ? { deniedMcpServers: options.mcp.deniedMcpServers }
+        : {}),
+    },
+    ...(options.mcp.strictMcpConfig ? { strictMcpConfig: true } : {}),
+    ...(Object.keys(options.mcp.servers).length > 0 ? { mcpServers: options.mcp.servers } : {}),
     maxTurns: options.maxTurns,
     abortController,
     ...(options.resume === undefined ? {} : { resume: options.resume }),

@@ -25,6 +25,10 @@ const FIELD_HELP: Record<string, FieldHelp> = {
   'defaults.system_prompt_append': { expect: 'text (use `|` for several lines)' },
   'defaults.dump_requests': { expect: 'true or false' },
   'defaults.keepalive_s': { expect: 'a number of seconds of at least 0, such as 15' },
+  'defaults.delegate_mcp': {
+    expect: 'inherit or none',
+    fix: 'inherit gives delegates your other MCP servers (never localagents itself); none gives them no MCP server',
+  },
   endpoints: { expect: 'a mapping of endpoint names to settings' },
   'endpoints.*': {
     expect: 'a mapping with at least base_url, such as {base_url: http://127.0.0.1:8080}',

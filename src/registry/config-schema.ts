@@ -29,6 +29,7 @@ export const permissionModes = [
 ] as const;
 export const backendKinds = ['llama.cpp', 'vllm', 'other'] as const;
 export const settingSources = ['user', 'project', 'local'] as const;
+export const delegateMcpModes = ['inherit', 'none'] as const;
 
 export const DefaultsLayerSchema = z.object({
   model: text.min(1).optional(),
@@ -42,6 +43,7 @@ export const DefaultsLayerSchema = z.object({
   system_prompt_append: text.optional(),
   dump_requests: z.boolean().optional(),
   keepalive_s: z.number().min(0).optional(),
+  delegate_mcp: z.enum(delegateMcpModes).optional(),
 });
 
 export const EndpointSchema = z.object({

@@ -2,6 +2,8 @@
 
 export type PermissionMode = 'default' | 'acceptEdits' | 'bypassPermissions' | 'plan' | 'dontAsk';
 export type SettingSource = 'user' | 'project' | 'local';
+/** Which of the user's MCP servers a delegate gets: all but localagents itself, or none. */
+export type DelegateMcp = 'inherit' | 'none';
 export type BackendKind = 'llama.cpp' | 'vllm' | 'other';
 
 export interface Defaults {
@@ -16,6 +18,7 @@ export interface Defaults {
   system_prompt_append: string;
   dump_requests: boolean;
   keepalive_s: number;
+  delegate_mcp: DelegateMcp;
 }
 
 export interface EndpointConfig {
