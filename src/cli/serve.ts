@@ -12,7 +12,12 @@ import { APP_OPTIONS, openApp } from './open-app.js';
  * comes first: the app (registry, runner, Agent SDK on the first job) loads while the client initializes.
  */
 async function serveStdio(app: Promise<App>, context: CommandContext): Promise<void> {
-  const server = createMcpServer(lateDeps(app, context.cwd));
+  // Tools run once earlier servers' jobs are sorted out (marked interrupted), as they always have.
+  const recovered = app.then(async (loaded) => {
+    await loaded.recovered;
+    return loaded;
+  });
+  const server = createMcpServer(lateDeps(recovered, context.cwd));
   const transport = new StdioServerTransport(process.stdin, process.stdout);
   const ended = new Promise<void>((resolve) => {
     transport.onclose = () => resolve();

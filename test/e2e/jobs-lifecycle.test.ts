@@ -145,8 +145,8 @@ describe('job lifecycle', () => {
       ids.map((id) => callTool(client, 'wait_job', { job_id: id })),
     );
     expect(summaries.map((summary) => [summary.status, summary.error])).toEqual([
-      ['succeeded', null],
-      ['succeeded', null],
+      ['succeeded', undefined],
+      ['succeeded', undefined],
     ]);
     const records = await Promise.all(ids.map((id) => app.store.read(id)));
     expect(records.map((record) => record.files_touched)).toEqual([['hello.txt'], ['hello.txt']]);
