@@ -9,7 +9,9 @@ let cached: string | undefined;
  */
 export function packageVersion(): string {
   if (cached !== undefined) return cached;
-  const raw: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  const raw: unknown = JSON.parse(
+    readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
+  );
   const version =
     typeof raw === 'object' && raw !== null && 'version' in raw && typeof raw.version === 'string'
       ? raw.version

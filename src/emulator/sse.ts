@@ -51,6 +51,22 @@ export async function playStream(
     if (pending && !res.destroyed) res.write(pending);
     pending = '';
   };
+  // One HTTP chunk per token needs one write per token to reach the socket before the next: Node 24
+  // coalesces back-to-back writes of one tick into a single chunk.
+  const flushToken = (): Promise<void> => {
+    const text = pending;
+    pending = '';
+    if (!text || res.destroyed) return Promise.resolve();
+    return new Promise((resolve) => {
+      // Written, or the client is gone: either way the next token may go.
+      const done = (): void => {
+        res.off('close', done);
+        resolve();
+      };
+      res.once('close', done);
+      res.write(text, done);
+    });
+  };
   for (const [index, event] of plan.events.entries()) {
     if (fault && 'afterEvents' in fault && fault.afterEvents === index) {
       if (fault.kind === 'drop') {
@@ -83,7 +99,7 @@ export async function playStream(
     // llama-server writes one chunk per generated token, holding what that token produced: the
     // first also carries message_start and the block start, a later one the next block's start;
     // the closing events follow in one last chunk (A49's raw socket capture).
-    if (event.tokens > 0) flush();
+    if (event.tokens > 0) await flushToken();
   }
   flush();
   res.end();

@@ -4,9 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
 /** `test/fixtures/llama.cpp`: the recorded llama-server captures (see test/fixtures/README.md). */
-export const LLAMA_FIXTURES = fileURLToPath(
-  new URL('../fixtures/llama.cpp/', import.meta.url),
-);
+export const LLAMA_FIXTURES = fileURLToPath(new URL('../fixtures/llama.cpp/', import.meta.url));
 
 const FixtureSchema = z.object({
   case: z.string(),
