@@ -1,10 +1,9 @@
 import type { Diagnostics } from './diagnostics.js';
 import { createRunner, type Runner } from './jobs/runner.js';
-import type { ReadyEndpoint } from './jobs/active-job.js';
 import { createJobStore, type JobStore } from './jobs/store.js';
 import { createMcpServer } from './mcp/server.js';
 import type { ConfigPaths } from './registry/config.js';
-import { createRegistry, type Registry, type Resolution } from './registry/registry.js';
+import { createRegistry, type Registry } from './registry/registry.js';
 import { createShim, type Shim } from './shim/server.js';
 
 export interface AppOptions {
@@ -21,7 +20,7 @@ export interface AppOptions {
 
 export interface App {
   registry: Registry;
-  runner: Runner<Resolution>;
+  runner: Runner;
   store: JobStore;
   /** A new MCP server on this app's parts; connect a transport to it. */
   createMcpServer(): ReturnType<typeof createMcpServer>;
@@ -31,25 +30,6 @@ export interface App {
   recovered: Promise<{ interrupted: string[]; reaped: number[] }>;
   /** Stops every running job (recording it), then the shim. Idempotent. */
   close(): Promise<void>;
-}
-
-/** The ready part of a resolution, as a job needs it. */
-export function readyEndpoint(
-  resolution: Resolution,
-): (ReadyEndpoint & { warnings: string[] }) | undefined {
-  if (resolution.kind !== 'ready') return undefined;
-  return {
-    // The probe's backend is the detected one: a `backend: other` endpoint that is llama.cpp must not be
-    // treated like vLLM (which would clamp max_tokens needlessly).
-    endpoint: { ...resolution.endpoint, backend: resolution.probe.backend },
-    servedId: resolution.servedId,
-    servedIds: resolution.probe.models,
-    apiKey: resolution.apiKey,
-    apiKeyEnv: resolution.endpoint.api_key_env,
-    contextTokens: resolution.contextTokens,
-    contextSource: resolution.contextSource,
-    warnings: resolution.warnings,
-  };
 }
 
 /** The composition root: registry, job store, runner, a lazily started shim, and MCP servers over them. */
@@ -63,7 +43,7 @@ export function createApp(options: AppOptions): App {
   // The shim listens only once a job needs it: `serve` answers list_models without opening a port.
   let shim: Promise<Shim> | undefined;
   const mcpUrls: string[] = [];
-  const runner = createRunner<Resolution>({
+  const runner = createRunner({
     stateDir: options.stateDir,
     store,
     registry,
@@ -79,7 +59,6 @@ export function createApp(options: AppOptions): App {
     diagnostics: options.diagnostics,
     claudePath: options.claudePath,
     mcpUrls: () => mcpUrls,
-    readyOf: readyEndpoint,
   });
   const recovered = runner.recover().catch((error: unknown) => {
     options.diagnostics.warn(`could not check earlier jobs: ${String(error)}`);

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { createDiagnostics } from '../diagnostics.js';
 import { LocalAgentsError } from '../errors.js';
-import { outputBudgetTokens } from '../jobs/session-env.js';
+import { readyEndpoint, routeConfigFor } from '../jobs/ready-endpoint.js';
+import { claudeCodeSettings } from '../jobs/session-env.js';
 import { resolveStateDir } from '../paths.js';
 import { configPaths } from '../registry/config.js';
 import type { BackendKind } from '../registry/config-types.js';
@@ -68,17 +69,7 @@ async function routeForEndpoint(
       resolution.message,
     );
   }
-  const { endpoint, probe } = resolution;
-  return {
-    backendUrl: endpoint.base_url,
-    backend: probe.backend,
-    servedId: resolution.servedId,
-    servedIds: probe.models,
-    ...(resolution.contextTokens > 0 ? { contextTokens: resolution.contextTokens } : {}),
-    ...(resolution.apiKey ? { apiKey: resolution.apiKey } : {}),
-    ...(endpoint.api_key_env ? { apiKeyEnv: endpoint.api_key_env } : {}),
-    endpointName: endpoint.name,
-  };
+  return routeConfigFor(readyEndpoint(resolution));
 }
 
 /** A bare URL: probed for its backend kind, served ids and window (backends.md §3, registry items 2–3). */
@@ -127,44 +118,33 @@ async function routeForUrl(
   }
   const contextTokens = probe.context[servedId] ?? Object.values(probe.context)[0];
   const apiKey = apiKeyEnv ? context.env[apiKeyEnv] : undefined;
-  return {
-    backendUrl: baseUrl,
-    backend: probe.backend,
-    servedId,
-    servedIds: probe.models,
-    ...(contextTokens ? { contextTokens } : {}),
-    ...(apiKey ? { apiKey } : {}),
-    ...(apiKeyEnv ? { apiKeyEnv } : {}),
+  const { endpointName: _none, ...route } = routeConfigFor(
+    {
+      endpoint: { name: 'cli', base_url: baseUrl, backend: probe.backend, env: {} },
+      servedId,
+      servedIds: probe.models,
+      contextTokens: contextTokens ?? 0,
+      contextSource: contextTokens ? 'probe' : 'unknown',
+      apiKey: apiKey || undefined,
+      apiKeyEnv: apiKeyEnv || undefined,
+    },
     // No models.yaml entry behind this route: a 401 should point at the flag.
-    apiKeyFrom: 'proxy-flag',
-  };
+    { apiKeyFrom: 'proxy-flag' },
+  );
+  return route;
 }
 
 function shellValue(value: string): string {
   return /^[\w./:@%+=,-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
-/** What a user exports before running `claude` against the proxy (the same settings jobs get). */
+/** What a user exports before running `claude` against the proxy: the settings jobs get, less the job's own. */
 export function proxyEnvironment(baseUrl: string, route: RouteConfig): Array<[string, string]> {
-  const lines: Array<[string, string]> = [
-    ['ANTHROPIC_BASE_URL', baseUrl],
-    // Any value: the shim drops it and sends the endpoint's own key, if any.
-    ['ANTHROPIC_API_KEY', 'localagents'],
-    ['ANTHROPIC_MODEL', route.servedId],
-    ['ANTHROPIC_DEFAULT_OPUS_MODEL', route.servedId],
-    ['ANTHROPIC_DEFAULT_SONNET_MODEL', route.servedId],
-    ['ANTHROPIC_DEFAULT_HAIKU_MODEL', route.servedId],
-    ['ANTHROPIC_SMALL_FAST_MODEL', route.servedId],
-    ['CLAUDE_CODE_SUBAGENT_MODEL', route.servedId],
-    ['CLAUDE_CODE_ATTRIBUTION_HEADER', '0'],
-  ];
-  if (route.contextTokens) {
-    lines.push(['CLAUDE_CODE_MAX_CONTEXT_TOKENS', String(route.contextTokens)]);
-    // Claude Code asks for 32000 output tokens (128000 after a max_tokens stop); small windows need less.
-    const budget = outputBudgetTokens(route.contextTokens);
-    if (budget !== undefined) lines.push(['CLAUDE_CODE_MAX_OUTPUT_TOKENS', String(budget)]);
-  }
-  return lines;
+  return claudeCodeSettings({
+    servedId: route.servedId,
+    baseUrl,
+    contextTokens: route.contextTokens ?? 0,
+  });
 }
 
 /** `localagents proxy`: the shim alone for an interactive `claude`; prints the env to export, serves until Ctrl-C. */

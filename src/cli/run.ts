@@ -129,8 +129,7 @@ export const runRun: CommandRun = async (context) => {
     });
     if (outcome.kind === 'not_ready') {
       const resolution = outcome.resolution;
-      const message =
-        resolution.kind === 'ready' ? 'the model became ready too late' : resolution.message;
+      const message = resolution.message;
       if (values['detached-child']) context.stdout.write(`${message}\n`);
       else if (values.json) context.stdout.write(`${JSON.stringify(resolution, null, 2)}\n`);
       context.stderr.write(`localagents run: ${message}\n`);

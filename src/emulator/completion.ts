@@ -80,6 +80,7 @@ async function applyEarlyFault(
     return true;
   }
   if (fault.kind === 'delay') return !(await pause(fault.ms, signal));
+  if (fault.kind === 'hold') return !(await state.holds.wait(signal));
   if (fault.kind === 'drop' && !request.stream) {
     res.socket?.destroy();
     return true;

@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { LocalAgentsError } from '../errors.js';
-import { createFaultQueue, FaultRequestSchema, type Fault } from './faults.js';
+import { createFaultQueue, createHoldGate, FaultRequestSchema, type Fault } from './faults.js';
 import { readBody, sendJson } from './http.js';
 import { llamaIdentity } from './llamacpp-bodies.js';
 import { handleLlamaRequest } from './llamacpp-routes.js';
@@ -67,6 +67,10 @@ export interface Emulator {
   ): Promise<RecordedRequest>;
   /** Replaces the pending faults (same as POST /_emulator/faults); they apply to the next /v1/messages requests in order. */
   injectFaults(faults: Fault[]): void;
+  /** Lets every request a `hold` fault keeps go on (same as POST /_emulator/release); returns how many. */
+  releaseHolds(): number;
+  /** How many requests a `hold` fault keeps right now. */
+  heldRequests(): number;
   setLoading(loading: boolean): void;
   close(): Promise<void>;
 }
@@ -106,6 +110,7 @@ function resolveState(options: EmulatorOptions): EmulatorState {
     plainReply: options.plainReply,
     pool: createSlotPool(window),
     faults: createFaultQueue(),
+    holds: createHoldGate(),
     stats: createStats(),
     loading: (options.loadingMs ?? 0) > 0,
   };
@@ -125,6 +130,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       if (!parsed.success) return sendJson(res, 'vllm', 400, { error: parsed.error.message });
       state.faults.set(parsed.data.faults);
       return sendJson(res, 'vllm', 200, { queued: state.faults.pending() });
+    }
+    if (path === '/_emulator/release') {
+      return sendJson(res, 'vllm', 200, { released: state.holds.release() });
     }
     if (path === '/_emulator/loading') {
       const loading = parseJsonOrUndefined(raw);
@@ -208,6 +216,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     requests: log.requests,
     waitForRequest: (predicate, timeoutMs) => log.waitFor(predicate, timeoutMs),
     injectFaults: (faults) => state.faults.set(faults),
+    releaseHolds: () => state.holds.release(),
+    heldRequests: () => state.holds.held(),
     setLoading,
     close: async () => {
       if (closed) return;

@@ -1,7 +1,8 @@
 /**
  * Faults on demand: a FIFO of faults, each applying to the next `count` (default 1) `/v1/messages`
  * requests. Set by `injectFaults()` or `POST /_emulator/faults {"faults": [...]}`, which replace any
- * faults still pending (so `[]` clears them).
+ * faults still pending (so `[]` clears them). A `hold` keeps its requests unanswered until the test says
+ * so (`releaseHolds()` or `POST /_emulator/release`): a hang that ends when the test decides, not a timer.
  */
 import { z } from 'zod';
 
@@ -11,6 +12,7 @@ export type Fault =
   | { kind: 'drop'; afterEvents: number; count?: number }
   | { kind: 'sse_error'; afterEvents: number; error?: unknown; count?: number }
   | { kind: 'delay'; ms: number; count?: number }
+  | { kind: 'hold'; count?: number }
   | { kind: 'stall'; afterEvents: number; ms: number; count?: number };
 
 const count = z.number().int().positive().optional();
@@ -33,6 +35,7 @@ export const FaultSchema = z.discriminatedUnion('kind', [
     count,
   }),
   z.object({ kind: z.literal('delay'), ms, count }),
+  z.object({ kind: z.literal('hold'), count }),
   z.object({ kind: z.literal('stall'), afterEvents: events, ms, count }),
 ]);
 
@@ -61,5 +64,42 @@ export function createFaultQueue(): FaultQueue {
       return head.fault;
     },
     pending: () => queue.reduce((sum, entry) => sum + entry.left, 0),
+  };
+}
+
+/** Where `hold` faults wait: every held request goes on when released, or when its client leaves. */
+export interface HoldGate {
+  /** Resolves true when released, false when the signal aborted first. */
+  wait(signal: AbortSignal): Promise<boolean>;
+  /** Lets every held request go on; returns how many there were. */
+  release(): number;
+  held(): number;
+}
+
+export function createHoldGate(): HoldGate {
+  const waiting = new Set<() => void>();
+  return {
+    wait(signal) {
+      if (signal.aborted) return Promise.resolve(false);
+      return new Promise((resolve) => {
+        const go = (): void => {
+          waiting.delete(go);
+          signal.removeEventListener('abort', leave);
+          resolve(true);
+        };
+        const leave = (): void => {
+          waiting.delete(go);
+          resolve(false);
+        };
+        waiting.add(go);
+        signal.addEventListener('abort', leave, { once: true });
+      });
+    },
+    release() {
+      const released = [...waiting];
+      for (const go of released) go();
+      return released.length;
+    },
+    held: () => waiting.size,
   };
 }

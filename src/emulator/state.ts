@@ -1,5 +1,5 @@
 /** The emulator's resolved configuration and mutable state, shared by both personalities' routes. */
-import type { FaultQueue } from './faults.js';
+import type { FaultQueue, HoldGate } from './faults.js';
 import type { LlamaIdentity } from './llamacpp-bodies.js';
 import type { ServerStats } from './metrics.js';
 import type { ScriptTurn } from './script.js';
@@ -45,6 +45,7 @@ export interface EmulatorState {
   plainReply: ScriptTurn | undefined;
   pool: SlotPool;
   faults: FaultQueue;
+  holds: HoldGate;
   stats: ServerStats;
   loading: boolean;
 }

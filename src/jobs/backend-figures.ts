@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { probeGet } from '../registry/probe-http.js';
 import { parsePrometheusText } from '../registry/prometheus.js';
 import type { BackendFigures } from './job.js';
 
@@ -86,22 +87,23 @@ function othersUsedServer(speeds: MetricsSpeeds, ownGenerated: number): boolean 
   return speeds.generatedTokens !== null && speeds.generatedTokens > ownGenerated * 1.1 + 32;
 }
 
-/** GET <base>/metrics within timeoutMs; undefined when the backend does not expose it (llama.cpp without --metrics: 501). */
+/**
+ * GET <base>/metrics within timeoutMs, through the registry's prober (node:http: fetch refuses the Fetch
+ * spec's "bad ports", where a backend may listen); undefined when the backend does not expose it
+ * (llama.cpp without --metrics: 501) or does not answer.
+ */
 export async function fetchMetrics(
   baseUrl: string,
   apiKey: string | undefined,
   timeoutMs = 1500,
 ): Promise<MetricsSnapshot | undefined> {
-  try {
-    const response = await fetch(new URL('/metrics', baseUrl), {
-      headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    if (!response.ok) return undefined;
-    return parsePrometheus(await response.text());
-  } catch {
-    return undefined;
-  }
+  const answer = await probeGet(
+    baseUrl,
+    '/metrics',
+    apiKey ? { authorization: `Bearer ${apiKey}` } : {},
+    AbortSignal.timeout(timeoutMs),
+  );
+  return answer.ok && answer.status === 200 ? parsePrometheus(answer.body) : undefined;
 }
 
 export interface FiguresInput {

@@ -17,6 +17,7 @@ import {
   ownPackageRoots,
   type DelegateMcpPolicy,
 } from './delegate-mcp.js';
+import { routeConfigFor } from './ready-endpoint.js';
 import { decideOutcome, finishedFields, isPossibleNoOp } from './outcome.js';
 import { isProcessAlive, terminateProcess } from './process.js';
 import { buildSessionEnv } from './session-env.js';
@@ -101,19 +102,13 @@ export async function executeJob(
       : Promise.resolve(undefined);
   try {
     const shim = await deps.shim();
-    route = shim.addRoute({
-      backendUrl: ready.endpoint.base_url,
-      backend: ready.endpoint.backend,
-      servedId: ready.servedId,
-      ...(ready.servedIds === undefined ? {} : { servedIds: ready.servedIds }),
-      ...(ready.contextTokens > 0 ? { contextTokens: ready.contextTokens } : {}),
-      ...(ready.apiKey === undefined ? {} : { apiKey: ready.apiKey }),
-      ...(ready.apiKeyEnv === undefined ? {} : { apiKeyEnv: ready.apiKeyEnv }),
-      endpointName: ready.endpoint.name,
-      logDir: store.jobDir(id),
-      dumpFullRequests: settings.dumpRequests,
-      keepaliveMs: settings.keepaliveS * 1000,
-    });
+    route = shim.addRoute(
+      routeConfigFor(ready, {
+        logDir: store.jobDir(id),
+        dumpFullRequests: settings.dumpRequests,
+        keepaliveMs: settings.keepaliveS * 1000,
+      }),
+    );
     // Taken while claude starts (≥ 0.5 s before its first request), so it costs the job no time.
     metricsBefore = fetchMetrics(ready.endpoint.base_url, ready.apiKey);
     // Not awaited: saves keep their order, and claude's start (≥ 0.5 s) need not wait for the disk.

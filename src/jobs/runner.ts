@@ -1,10 +1,13 @@
+import { join } from 'node:path';
 import type { Diagnostics } from '../diagnostics.js';
 import { LocalAgentsError } from '../errors.js';
-import type { Defaults } from '../registry/config.js';
+import type { NotReadyResolution, Registry } from '../registry/registry.js';
 import { createJobId, validateJobId } from './ids.js';
 import { isTerminalStatus, type JobRecord, type JobRequest } from './job.js';
 import { attachWorktree, checkRequest, newRecordFor, resumableJob } from './prepare-job.js';
-import type { ActiveJob, JobShim, ReadyEndpoint } from './active-job.js';
+import type { ActiveJob, JobShim } from './active-job.js';
+import { completeOnce, type CompleteRequest, type Completion } from './complete.js';
+import { readyEndpoint } from './ready-endpoint.js';
 import { cancelElsewhere, recoverJobs, type Recovery } from './recover.js';
 import { executeJob } from './run-job.js';
 import { buildSystemPromptAppend, delegateToolLists } from './session-env.js';
@@ -13,18 +16,23 @@ import { waitForRecordElsewhere } from './watch-record.js';
 import { moveRepoPaths, worktreeNotice } from './worktree-brief.js';
 
 /** What the runner needs of the registry: resolution of a model name and the defaults (registry.ts). */
-export interface JobRegistry<R> {
-  resolve(request: { model?: string; endpoint?: string }): Promise<R>;
-  defaults(): Promise<Defaults>;
-}
+export type JobRegistry = Pick<Registry, 'resolve' | 'defaults'>;
 
-export type StartOutcome<R> =
+export type StartOutcome =
   | { kind: 'started'; record: JobRecord }
   /** The registry could not give a ready endpoint: its own answer, to be passed on as is. */
-  | { kind: 'not_ready'; resolution: R };
+  | { kind: 'not_ready'; resolution: NotReadyResolution };
 
-export interface Runner<R> {
-  start(request: JobRequest): Promise<StartOutcome<R>>;
+export type CompleteOutcome =
+  | { kind: 'completed'; completion: Completion }
+  | { kind: 'not_ready'; resolution: NotReadyResolution };
+
+export interface Runner {
+  start(request: JobRequest): Promise<StartOutcome>;
+  /** local_complete: one prompt through a short-lived shim route, no session. */
+  complete(
+    request: CompleteRequest & { model?: string | undefined; endpoint?: string | undefined },
+  ): Promise<CompleteOutcome>;
   get(id: string): Promise<JobRecord>;
   /** The record once the job ends, or as it is after timeoutMs. onProgress sees every update meanwhile. */
   wait(id: string, timeoutMs: number, onProgress?: (record: JobRecord) => void): Promise<JobRecord>;
@@ -36,21 +44,19 @@ export interface Runner<R> {
   close(): Promise<void>;
 }
 
-export interface RunnerDeps<R> {
+export interface RunnerDeps {
   stateDir: string;
   store: JobStore;
-  registry: JobRegistry<R>;
+  registry: JobRegistry;
   shim: () => Promise<JobShim>;
   baseEnv: Record<string, string | undefined>;
   diagnostics: Diagnostics;
   claudePath?: string | undefined;
   /** The streamable-HTTP URLs this process serves MCP on (see ExecuteDeps). */
   mcpUrls?: () => readonly string[];
-  /** Picks the ready resolution out of the registry's answer; undefined means "not ready". */
-  readyOf: (resolution: R) => (ReadyEndpoint & { warnings?: string[] }) | undefined;
 }
 
-export function createRunner<R>(deps: RunnerDeps<R>): Runner<R> {
+export function createRunner(deps: RunnerDeps): Runner {
   const active = new Map<string, ActiveJob>();
   const byEndpoint = new Map<string, Set<ActiveJob>>();
   let closed = false;
@@ -58,7 +64,7 @@ export function createRunner<R>(deps: RunnerDeps<R>): Runner<R> {
   const get = async (id: string): Promise<JobRecord> =>
     active.get(validateJobId(id))?.record ?? deps.store.read(id);
 
-  const start = async (request: JobRequest): Promise<StartOutcome<R>> => {
+  const start = async (request: JobRequest): Promise<StartOutcome> => {
     if (closed)
       throw new LocalAgentsError('JOB_STATE', 'the server is shutting down', {
         hint: 'start the job again on a running server',
@@ -69,14 +75,15 @@ export function createRunner<R>(deps: RunnerDeps<R>): Runner<R> {
         : resumableJob(await get(validateJobId(request.resumeJob, 'resume_job')));
     const { cwd, isolation } = await checkRequest(request, previous);
     const defaults = await deps.registry.defaults();
-    const model = previous?.served_model ?? request.model ?? defaults.model;
+    // No model named: the resolver applies defaults.model (its one home).
+    const model = previous?.served_model ?? request.model;
     const endpoint = previous?.endpoint ?? request.endpoint;
     const resolution = await deps.registry.resolve({
       ...(model === undefined ? {} : { model }),
       ...(endpoint === undefined ? {} : { endpoint }),
     });
-    const ready = deps.readyOf(resolution);
-    if (!ready) return { kind: 'not_ready', resolution };
+    if (resolution.kind !== 'ready') return { kind: 'not_ready', resolution };
+    const ready = readyEndpoint(resolution);
 
     const id = createJobId();
     const record = await attachWorktree(
@@ -169,6 +176,23 @@ export function createRunner<R>(deps: RunnerDeps<R>): Runner<R> {
     return job.record;
   };
 
+  const complete = async (
+    request: CompleteRequest & { model?: string | undefined; endpoint?: string | undefined },
+  ): Promise<CompleteOutcome> => {
+    const resolution = await deps.registry.resolve({
+      ...(request.model === undefined ? {} : { model: request.model }),
+      ...(request.endpoint === undefined ? {} : { endpoint: request.endpoint }),
+    });
+    if (resolution.kind !== 'ready') return { kind: 'not_ready', resolution };
+    const completion = await completeOnce(
+      await deps.shim(),
+      readyEndpoint(resolution),
+      join(deps.stateDir, 'complete'),
+      request,
+    );
+    return { kind: 'completed', completion };
+  };
+
   const cancel = async (id: string): Promise<JobRecord> => {
     const job = active.get(validateJobId(id));
     if (job) {
@@ -199,5 +223,5 @@ export function createRunner<R>(deps: RunnerDeps<R>): Runner<R> {
     await Promise.all(running.map((job) => job.done));
   };
 
-  return { start, get, wait, cancel, list, recover, close };
+  return { start, complete, get, wait, cancel, list, recover, close };
 }

@@ -50,35 +50,60 @@ export function outputBudgetTokens(contextTokens: number): number | undefined {
 }
 
 /**
+ * What localagents tells a `claude` that talks to a local model through the shim, in order: routing,
+ * window and privacy settings (contract §1). A job's delegate gets all of it; `localagents proxy` prints
+ * it for an interactive `claude` (which is no delegate and has no job timeout). The one list for both.
+ */
+export function claudeCodeSettings(input: {
+  servedId: string;
+  baseUrl: string;
+  contextTokens: number;
+  /** A job: API_TIMEOUT_MS and the delegate marker. */
+  job?: { timeoutS: number };
+}): Array<[string, string]> {
+  const settings: Array<[string, string]> = [['ANTHROPIC_BASE_URL', input.baseUrl]];
+  // Claude Code refuses to start without a key; the shim holds the real one (if any) and never forwards this.
+  settings.push(['ANTHROPIC_API_KEY', 'localagents-shim']);
+  for (const name of MODEL_VARIABLES) settings.push([name, input.servedId]);
+  // 0 = the registry could not learn the window: leave Claude Code's own default rather than guess.
+  if (input.contextTokens > 0) {
+    settings.push(['CLAUDE_CODE_MAX_CONTEXT_TOKENS', String(input.contextTokens)]);
+    // Claude Code asks for 32000 output tokens (128000 after a max_tokens stop); small windows need less.
+    const budget = outputBudgetTokens(input.contextTokens);
+    if (budget !== undefined) settings.push(['CLAUDE_CODE_MAX_OUTPUT_TOKENS', String(budget)]);
+  }
+  if (input.job)
+    settings.push(['API_TIMEOUT_MS', String(Math.max(1, Math.round(input.job.timeoutS * 1000)))]);
+  settings.push(
+    ['CLAUDE_CODE_ATTRIBUTION_HEADER', '0'],
+    ['CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC', '1'],
+    ['DISABLE_TELEMETRY', '1'],
+    ['DISABLE_AUTOUPDATER', '1'],
+    ['DISABLE_ERROR_REPORTING', '1'],
+    ['CLAUDE_AGENT_SDK_CLIENT_APP', `localagents/${packageVersion()}`],
+  );
+  // Claude Code passes its environment to the MCP servers it starts: a `localagents serve` that finds this
+  // refuses to run, should a registration slip past the delegate's deniedMcpServers (delegate-mcp.ts).
+  if (input.job) settings.push([DELEGATE_MARKER, '1']);
+  return settings;
+}
+
+/**
  * The child's whole environment (the SDK's `env` replaces, not merges): the parent's variables minus
- * anything Anthropic/Claude Code, then the routing, window and privacy settings of contract §1.
+ * anything Anthropic/Claude Code, then claudeCodeSettings, then the endpoint's own env.
  */
 export function buildSessionEnv(input: SessionEnvInput): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(input.baseEnv)) {
     if (value !== undefined && !isInheritedClaudeSetting(key)) env[key] = value;
   }
-  for (const name of MODEL_VARIABLES) env[name] = input.servedId;
-  env.ANTHROPIC_BASE_URL = input.baseUrl;
-  // Claude Code refuses to start without a key; the shim holds the real one (if any) and never forwards this.
-  env.ANTHROPIC_API_KEY = 'localagents-shim';
-  // 0 = the registry could not learn the window: leave Claude Code's own default rather than guess.
-  if (input.contextTokens > 0) {
-    env.CLAUDE_CODE_MAX_CONTEXT_TOKENS = String(input.contextTokens);
-    const budget = outputBudgetTokens(input.contextTokens);
-    if (budget !== undefined) env.CLAUDE_CODE_MAX_OUTPUT_TOKENS = String(budget);
-  }
-  env.API_TIMEOUT_MS = String(Math.max(1, Math.round(input.timeoutS * 1000)));
-  env.CLAUDE_CODE_ATTRIBUTION_HEADER = '0';
-  env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = '1';
-  env.DISABLE_TELEMETRY = '1';
-  env.DISABLE_AUTOUPDATER = '1';
-  env.DISABLE_ERROR_REPORTING = '1';
-  env.CLAUDE_AGENT_SDK_CLIENT_APP = `localagents/${packageVersion()}`;
-  // Claude Code passes its environment to the MCP servers it starts: a `localagents serve` that finds this
-  // refuses to run, should a registration slip past the delegate's deniedMcpServers (delegate-mcp.ts).
-  env[DELEGATE_MARKER] = '1';
-  return { ...env, ...input.endpointEnv };
+  const settings = claudeCodeSettings({
+    servedId: input.servedId,
+    baseUrl: input.baseUrl,
+    contextTokens: input.contextTokens,
+    job: { timeoutS: input.timeoutS },
+  });
+  return { ...env, ...Object.fromEntries(settings), ...input.endpointEnv };
 }
 
 /**

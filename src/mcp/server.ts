@@ -1,14 +1,14 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { JobStore } from '../jobs/store.js';
 import type { Runner } from '../jobs/runner.js';
-import type { Registry, Resolution } from '../registry/registry.js';
+import type { Registry } from '../registry/registry.js';
 import { packageVersion } from '../version.js';
 import { answerBadArguments } from './tool-arguments.js';
 import { registerTools } from './tools/index.js';
 
 export interface McpDeps {
   registry: Registry;
-  runner: Runner<Resolution>;
+  runner: Runner;
   store: JobStore;
   /** Where run_agent runs when the call gives no cwd: the server's working directory. */
   cwd: string;

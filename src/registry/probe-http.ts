@@ -1,46 +1,14 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { classifyConnectError, type FailureKind } from '../connect-errors.js';
+
 /** One GET for the prober: always resolves, with the answer or a classified failure (never throws). */
 
-export type FailureKind = 'refused' | 'unreachable' | 'timeout' | 'error';
+export type { FailureKind };
 
 export type HttpAnswer =
   | { ok: true; status: number; headers: Headers; body: string; ms: number }
   | { ok: false; failure: FailureKind; code?: string; ms: number };
-
-const UNREACHABLE = new Set([
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EHOSTDOWN',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EADDRNOTAVAIL',
-]);
-
-/** The errno-style code buried in fetch's `TypeError: fetch failed` (undici puts it on `cause`). */
-export function errorCode(error: unknown): string | undefined {
-  let current: unknown = error;
-  for (let depth = 0; depth < 4 && current !== null && typeof current === 'object'; depth += 1) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    const errors = (current as { errors?: unknown }).errors;
-    if (Array.isArray(errors) && errors.length > 0) current = errors[0] as unknown;
-    else current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
-export function classifyFailure(error: unknown): { failure: FailureKind; code?: string } {
-  if (error instanceof Error && error.name === 'TimeoutError') return { failure: 'timeout' };
-  const code = errorCode(error);
-  if (code === 'ECONNREFUSED') return { failure: 'refused', code };
-  if (code !== undefined && UNREACHABLE.has(code)) return { failure: 'unreachable', code };
-  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT')
-    return { failure: 'timeout', code };
-  if (error instanceof Error && error.name === 'AbortError')
-    return { failure: 'error', code: 'ABORTED' };
-  return code === undefined ? { failure: 'error' } : { failure: 'error', code };
-}
 
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
 
@@ -60,7 +28,7 @@ export function probeGet(
     const fail = (error: unknown): void => {
       // An abort carries the signal's reason: a TimeoutError from the probe deadline, else a cancel.
       const reason: unknown = signal.aborted ? signal.reason : error;
-      resolve({ ok: false, ...classifyFailure(reason ?? error), ms: elapsed() });
+      resolve({ ok: false, ...classifyConnectError(reason ?? error), ms: elapsed() });
     };
     let url: URL;
     try {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { HttpAnswer } from './probe-http.js';
-import { classifyFailure } from './probe-http.js';
+import { classifyConnectError } from '../connect-errors.js';
 import {
   contextWindows,
   detectBackend,
@@ -181,7 +181,7 @@ describe('detectBackend', () => {
   });
 });
 
-describe('classifyFailure', () => {
+describe('classifyConnectError', () => {
   const fetchFailed = (code: string): Error =>
     Object.assign(new TypeError('fetch failed'), {
       cause: Object.assign(new Error(code), { code }),
@@ -193,6 +193,8 @@ describe('classifyFailure', () => {
     [fetchFailed('ENOTFOUND'), 'unreachable'],
     [fetchFailed('UND_ERR_CONNECT_TIMEOUT'), 'timeout'],
     [fetchFailed('ECONNRESET'), 'error'],
+    // node:http puts the code on the error itself (the shim's relay, the probes).
+    [Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'refused'],
     [new DOMException('The operation was aborted due to timeout', 'TimeoutError'), 'timeout'],
     [
       Object.assign(new TypeError('fetch failed'), {
@@ -201,7 +203,7 @@ describe('classifyFailure', () => {
       'refused',
     ],
   ])('classifies %s', (error, failure) => {
-    expect(classifyFailure(error).failure).toBe(failure);
+    expect(classifyConnectError(error).failure).toBe(failure);
   });
 });
 

@@ -20,7 +20,7 @@ import {
 } from './resolve.js';
 import { registerEndpoint, registerModel, type SidecarResult } from './sidecar.js';
 
-export type { Resolution, ResolveRequest } from './resolve.js';
+export type { NotReadyResolution, ReadyResolution, Resolution, ResolveRequest } from './resolve.js';
 export type { EndpointProbe, ProbeStatus } from './probe.js';
 export type { RegisterEndpointInput, RegisterModelInput, SidecarResult } from './sidecar.js';
 

@@ -19,6 +19,7 @@ import type { EndpointProbe } from './probe.js';
 export type Resolution =
   | {
       kind: 'ready';
+      /** As configured, except `backend`: the probe's detected kind wins over `other`. */
       endpoint: EndpointConfig;
       probe: EndpointProbe;
       servedId: string;
@@ -40,6 +41,10 @@ export type Resolution =
       message: string;
     }
   | { kind: 'config_error'; issues: ConfigIssue[]; message: string };
+
+export type ReadyResolution = Extract<Resolution, { kind: 'ready' }>;
+/** Every answer but ready: passed on to the caller as it is (the sentence for Claude, the config issues). */
+export type NotReadyResolution = Exclude<Resolution, { kind: 'ready' }>;
 
 export interface ResolveRequest {
   model?: string;
@@ -129,7 +134,9 @@ function ready(config: RegistryConfig, hit: Hit, menuEntry: ModelEntry | undefin
   }
   const resolution: Resolution = {
     kind: 'ready',
-    endpoint,
+    // A `backend: other` endpoint that is llama.cpp must not be treated like vLLM (which would clamp
+    // max_tokens needlessly): what the probe detected is the backend every user of the answer sees.
+    endpoint: { ...endpoint, backend: hit.probe.backend },
     probe: hit.probe,
     servedId: hit.servedId,
     contextTokens,

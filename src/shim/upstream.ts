@@ -1,5 +1,6 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import https from 'node:https';
+import { classifyConnectError } from '../connect-errors.js';
 
 /** How to reach one backend: its base URL split once, the key to send, the pooled agents. */
 export interface Upstream {
@@ -139,21 +140,20 @@ export async function readBody(stream: AsyncIterable<Buffer>, limitBytes: number
   return Buffer.concat(chunks);
 }
 
-/** Why a backend could not be reached, in words a user can act on. */
+/** Why a backend could not be reached, in words a user can act on (classified as the probes do). */
 export function describeConnectError(error: unknown, url: URL): string {
-  const code =
-    error instanceof Error && 'code' in error && typeof error.code === 'string'
-      ? error.code
-      : undefined;
+  const { failure, code } = classifyConnectError(error);
   const what =
-    code === 'ECONNREFUSED'
+    failure === 'refused'
       ? 'connection refused (nothing listening; a vLLM server refuses connections while it loads)'
-      : code === 'ECONNRESET'
-        ? 'connection reset'
-        : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+      : failure === 'unreachable'
+        ? code === 'ENOTFOUND' || code === 'EAI_AGAIN'
           ? 'host not found'
-          : code === 'ETIMEDOUT' || code === 'EHOSTUNREACH'
-            ? 'host unreachable'
+          : 'host unreachable'
+        : failure === 'timeout'
+          ? 'host unreachable (timed out)'
+          : code === 'ECONNRESET'
+            ? 'connection reset'
             : error instanceof Error
               ? error.message
               : String(error);

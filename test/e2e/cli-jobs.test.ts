@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
 import type { JobRecord } from '../../src/jobs/job.js';
 import { createJobStore } from '../../src/jobs/store.js';
@@ -41,6 +41,11 @@ beforeAll(async () => {
   if (!existsSync(MAIN))
     throw new Error('dist/cli/main.js is missing: run `npm run build` first (npm test does)');
   emulator = await startEmulator();
+});
+// One emulator serves the file: no test's faults or held requests reach the next one.
+afterEach(() => {
+  emulator.injectFaults([]);
+  emulator.releaseHolds();
 });
 afterAll(() => emulator.close());
 
@@ -169,7 +174,7 @@ describe('localagents run / jobs / show / log / diff', () => {
     const follow = await cli(['log', id, '-f'], { env, cwd });
     expect(follow.stdout).toContain('=== done: succeeded');
 
-    emulator.injectFaults([{ kind: 'delay', ms: 60_000, count: 1 }]);
+    emulator.injectFaults([{ kind: 'hold' }]);
     const before = emulator.requests.length;
     const hanging = (
       await cli(['run', 'Write hello.txt.', '--cwd', cwd, '--detach'], { env, cwd })

@@ -1,6 +1,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { startEmulator, type EmulatorOptions } from '../../src/emulator/emulator.js';
 import { parseSse, type SseMessage } from '../support/llama-fixtures.js';
+import { waitFor } from '../support/wait.js';
 
 async function emulator(options: EmulatorOptions = {}) {
   const emu = await startEmulator(options);
@@ -123,6 +124,42 @@ describe('POST /_emulator/faults', () => {
     check(await ask(emu.url, stream));
     const next = await ask(emu.url, stream);
     expect(next.status).toBe(200);
+  });
+
+  it('holds requests of a hold fault until POST /_emulator/release, and only those', async () => {
+    const emu = await emulator({ nCtx: 16384, parallel: 2 });
+    await postFaults(emu.url, { faults: [{ kind: 'hold', count: 2 }] });
+    const held = [ask(emu.url, true), ask(emu.url, false)];
+    await waitFor(() => emu.heldRequests() === 2, { what: 'two requests held' });
+    // A third request is past the fault's count: it is answered while the other two still wait.
+    expect((await ask(emu.url, false)).status).toBe(200);
+    expect(emu.heldRequests()).toBe(2);
+    const release = await fetch(`${emu.url}/_emulator/release`, { method: 'POST' });
+    expect(await release.json()).toEqual({ released: 2 });
+    const [streamed, plain] = await Promise.all(held);
+    expect(kinds(streamed as Outcome).at(-1)).toBe('message_stop');
+    expect(plain?.status).toBe(200);
+    expect(emu.releaseHolds()).toBe(0);
+  });
+
+  it('lets a held request go when its client leaves', async () => {
+    const emu = await emulator();
+    emu.injectFaults([{ kind: 'hold' }]);
+    const controller = new AbortController();
+    const request = fetch(`${emu.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'm',
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+      signal: controller.signal,
+    }).catch(() => 'aborted');
+    await waitFor(() => emu.heldRequests() === 1, { what: 'the request held' });
+    controller.abort();
+    expect(await request).toBe('aborted');
+    await waitFor(() => emu.heldRequests() === 0, { what: 'the held request gone' });
   });
 
   it('answers a malformed fault with 400 naming the field and queues nothing', async () => {

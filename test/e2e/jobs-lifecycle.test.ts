@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
 import { gitRepo } from '../support/git-repo.js';
 import {
@@ -19,12 +19,17 @@ beforeAll(async () => {
   // Two slots of 32k each: Claude Code's own prompt needs about 9k tokens and compaction headroom.
   emulator = await startEmulator({ parallel: 2, nCtx: 65_536 });
 });
+// One emulator serves the file: no test's faults or held requests reach the next one.
+afterEach(() => {
+  emulator.injectFaults([]);
+  emulator.releaseHolds();
+});
 afterAll(() => emulator.close());
 
 describe('job lifecycle', () => {
   it('stops a job at its timeout and leaves no claude process behind', async () => {
     const { client, app } = await startTestApp(emulatorConfig(emulator.url));
-    emulator.injectFaults([{ kind: 'delay', ms: 60_000, count: 1 }]);
+    emulator.injectFaults([{ kind: 'hold' }]);
     const cwd = await tempDir();
     const started = await callTool(client, 'run_agent', {
       task: 'Write hello.txt.',
@@ -46,7 +51,7 @@ describe('job lifecycle', () => {
 
   it('cancels a running job, ending its claude process', async () => {
     const { client, app } = await startTestApp(emulatorConfig(emulator.url));
-    emulator.injectFaults([{ kind: 'delay', ms: 60_000, count: 1 }]);
+    emulator.injectFaults([{ kind: 'hold' }]);
     const before = emulator.requests.length;
     const cwd = await tempDir();
     const started = await callTool(client, 'run_agent', { task: 'Write hello.txt.', cwd });
@@ -93,24 +98,23 @@ describe('job lifecycle', () => {
 
   it('waits from another runner for a job it does not own until the job ends', async () => {
     const owner = await startTestApp(emulatorConfig(emulator.url));
-    // Holds the first answer back, so the job is still running when the other runner starts waiting.
-    emulator.injectFaults([{ kind: 'delay', ms: 5000, count: 1 }]);
-    const before = emulator.requests.length;
+    // Holds the first answer back until the other runner waits, so the job is running when it starts.
+    emulator.injectFaults([{ kind: 'hold' }]);
     const started = await callTool(owner.client, 'run_agent', {
       task: 'Write hello.txt.',
       cwd: await tempDir(),
     });
     const id = String(started.id);
-    await emulator.waitForRequest(
-      (request) => request.id > before && request.path.startsWith('/v1/messages'),
-      30_000,
-    );
+    await waitFor(() => emulator.heldRequests() === 1, {
+      timeoutMs: 30_000,
+      what: 'the job’s first request held',
+    });
     const other = await startTestApp(emulatorConfig(emulator.url), { stateDir: owner.stateDir });
     expect((await other.app.runner.get(id)).status).toBe('running');
     const progress: string[] = [];
-    const waited = await other.app.runner.wait(id, 60_000, (record) =>
-      progress.push(record.status),
-    );
+    const waiting = other.app.runner.wait(id, 60_000, (record) => progress.push(record.status));
+    expect(emulator.releaseHolds()).toBe(1);
+    const waited = await waiting;
     expect(waited.status).toBe('succeeded');
     expect(progress.length).toBeGreaterThan(0);
   });
@@ -255,7 +259,7 @@ describe('job lifecycle', () => {
 
   it('stops running jobs when the server shuts down and records them interrupted', async () => {
     const { client, app } = await startTestApp(emulatorConfig(emulator.url));
-    emulator.injectFaults([{ kind: 'delay', ms: 60_000, count: 1 }]);
+    emulator.injectFaults([{ kind: 'hold' }]);
     const before = emulator.requests.length;
     const started = await callTool(client, 'run_agent', {
       task: 'Write hello.txt.',

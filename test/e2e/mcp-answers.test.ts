@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
 import { callTool, callToolRaw, emulatorConfig, startTestApp } from '../support/mcp-client.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -6,6 +6,11 @@ import { tempDir } from '../support/temp-dir.js';
 let emulator: Emulator;
 beforeAll(async () => {
   emulator = await startEmulator();
+});
+// One emulator serves the file: no test's faults or held requests reach the next one.
+afterEach(() => {
+  emulator.injectFaults([]);
+  emulator.releaseHolds();
 });
 afterAll(() => emulator.close());
 

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
 import { isProcessAlive } from '../../src/jobs/process.js';
 import { createJobStore } from '../../src/jobs/store.js';
@@ -22,6 +22,11 @@ beforeAll(async () => {
     throw new Error('dist/cli/main.js is missing: run `npm run build` first (npm test does)');
   }
   emulator = await startEmulator();
+});
+// One emulator serves the file: no test's faults or held requests reach the next one.
+afterEach(() => {
+  emulator.injectFaults([]);
+  emulator.releaseHolds();
 });
 afterAll(() => emulator.close());
 
@@ -122,7 +127,7 @@ describe('localagents serve over stdio (dist)', () => {
     });
     expect(done.status).toBe('succeeded');
 
-    emulator.injectFaults([{ kind: 'delay', ms: 90_000, count: 1 }]);
+    emulator.injectFaults([{ kind: 'hold' }]);
     const before = emulator.requests.length;
     const hanging = await callTool(first.client, 'run_agent', { task: 'Write hello.txt.', cwd });
     const id = String(hanging.id);

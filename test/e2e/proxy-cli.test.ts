@@ -99,6 +99,14 @@ describe('localagents proxy', () => {
     expect(proxy.exports.ANTHROPIC_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/j\/[\w-]{22,}$/);
     expect(proxy.exports.CLAUDE_CODE_MAX_CONTEXT_TOKENS).toBe(String(WINDOW));
     expect(proxy.exports.CLAUDE_CODE_ATTRIBUTION_HEADER).toBe('0');
+    // The jobs' own list (claudeCodeSettings), privacy included, less what only a job has.
+    expect(proxy.exports).toMatchObject({
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1',
+    });
+    expect(proxy.exports.LOCALAGENTS_DELEGATE).toBeUndefined();
+    expect(proxy.exports.API_TIMEOUT_MS).toBeUndefined();
 
     const repo = await gitRepo();
     const env = await isolatedClaudeEnv(proxy.exports);

@@ -2,6 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { probeEndpoint } from '../../src/registry/probe.js';
 import { blackHole, emulator, refusedPort, registryFor } from './registry-support.js';
 
+/** A deadline that a probe honouring `timeoutMs` meets even on a loaded machine, and a hung one never does. */
+const generousBound = (timeoutMs: number): number => timeoutMs * 5 + 3000;
+
 describe('probing dead endpoints', () => {
   it('reports a refused port as refused with a plain sentence', async () => {
     const url = await refusedPort();
@@ -34,7 +37,9 @@ describe('probing dead endpoints', () => {
       `no answer from ${new URL(url).host} within 0.4 s (probe_timeout_s): the host may be down or firewalled, or the server is stuck`,
     );
     expect(elapsed).toBeGreaterThanOrEqual(390);
-    expect(elapsed).toBeLessThan(400 + 1000);
+    // Gave up because of probe_timeout_s, not the OS's connect timeout (minutes); the tight figure is a
+    // benchmark's (bench/models-probe.bench.ts), a test only needs the bound with room for a loaded machine.
+    expect(elapsed).toBeLessThan(generousBound(400));
   });
 
   it('answers a snapshot with live, refused and black-holed endpoints within probe_timeout_s', async () => {
@@ -55,6 +60,6 @@ describe('probing dead endpoints', () => {
       ['refused', 'refused', false],
       ['live', 'ok', true],
     ]);
-    expect(elapsed).toBeLessThan(500 + 1000);
+    expect(elapsed).toBeLessThan(generousBound(500));
   });
 });

@@ -1,11 +1,9 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Resolution } from '../../registry/registry.js';
+import type { NotReadyResolution } from '../../registry/registry.js';
 import { jsonResult } from '../results.js';
 
-type NotReady = Exclude<Resolution, { kind: 'ready' }>;
-
 /** The registry's "not running" / "config broken" answer as a normal tool answer (isError false) that tells Claude what to do. */
-export function notReadyResult(resolution: NotReady): CallToolResult {
+export function notReadyResult(resolution: NotReadyResolution): CallToolResult {
   if (resolution.kind === 'config_error') {
     return jsonResult({
       status: 'config_error',

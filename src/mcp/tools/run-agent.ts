@@ -114,11 +114,7 @@ export function registerRunAgentTool(server: McpServer, deps: McpDeps): Register
           resumeJob: args.resume_job,
           timeoutS: args.timeout_s,
         });
-        if (outcome.kind === 'not_ready') {
-          if (outcome.resolution.kind === 'ready')
-            throw new Error('runner reported a ready resolution as not ready');
-          return notReadyResult(outcome.resolution);
-        }
+        if (outcome.kind === 'not_ready') return notReadyResult(outcome.resolution);
         const record =
           args.wait_s && args.wait_s > 0
             ? await deps.runner.wait(outcome.record.id, args.wait_s * 1000)

@@ -1,0 +1,38 @@
+import type { ReadyResolution } from '../registry/registry.js';
+import type { RouteConfig } from '../shim/route.js';
+import type { ReadyEndpoint } from './active-job.js';
+
+/** The part of a ready resolution a job needs, with the resolution's warnings for the record. */
+export function readyEndpoint(resolution: ReadyResolution): ReadyEndpoint & { warnings: string[] } {
+  return {
+    endpoint: resolution.endpoint,
+    servedId: resolution.servedId,
+    servedIds: resolution.probe.models,
+    apiKey: resolution.apiKey,
+    apiKeyEnv: resolution.endpoint.api_key_env,
+    contextTokens: resolution.contextTokens,
+    contextSource: resolution.contextSource,
+    warnings: resolution.warnings,
+  };
+}
+
+/**
+ * The shim's route to a ready endpoint: the one conversion that jobs, local_complete and
+ * `localagents proxy` share, so that what the shim knows of a backend cannot differ between them.
+ */
+export function routeConfigFor(
+  ready: ReadyEndpoint,
+  extras: Pick<RouteConfig, 'logDir' | 'dumpFullRequests' | 'keepaliveMs' | 'apiKeyFrom'> = {},
+): RouteConfig {
+  return {
+    backendUrl: ready.endpoint.base_url,
+    backend: ready.endpoint.backend,
+    servedId: ready.servedId,
+    ...(ready.servedIds === undefined ? {} : { servedIds: ready.servedIds }),
+    ...(ready.contextTokens > 0 ? { contextTokens: ready.contextTokens } : {}),
+    ...(ready.apiKey === undefined ? {} : { apiKey: ready.apiKey }),
+    ...(ready.apiKeyEnv === undefined ? {} : { apiKeyEnv: ready.apiKeyEnv }),
+    endpointName: ready.endpoint.name,
+    ...extras,
+  };
+}
