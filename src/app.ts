@@ -2,7 +2,7 @@ import type { Diagnostics } from './diagnostics.js';
 import { createRunner, type Runner } from './jobs/runner.js';
 import { createJobStore, type JobStore } from './jobs/store.js';
 import { createMcpServer } from './mcp/server.js';
-import type { ConfigPaths } from './registry/config.js';
+import type { ConfigPaths } from './registry/config-types.js';
 import { createRegistry, type Registry } from './registry/registry.js';
 import { createShim, type Shim } from './shim/server.js';
 

@@ -52,58 +52,28 @@ const area = (path: string): string => (path.includes('/') ? (path.split('/')[0]
 const isPackage = (specifier: string, name: string): boolean =>
   specifier === name || specifier.startsWith(`${name}/`);
 
-/** Which top-level areas of src/ each area may import (besides itself and node: built-ins). */
+/** Leaf modules at the root of src/: every area may import them, and they import no area. */
+const LEAVES = [
+  'errors.ts',
+  'diagnostics.ts',
+  'version.ts',
+  'connect-errors.ts',
+  'kinds.ts',
+  'atomic-write.ts',
+  'shell-quote.ts',
+];
+
+/** Which top-level areas of src/ each area may import (besides itself, the leaves and node: built-ins). */
 const ALLOWED_LOCAL: Record<string, readonly string[]> = {
-  'errors.ts': [],
-  'diagnostics.ts': [],
+  ...Object.fromEntries(LEAVES.map((leaf) => [leaf, []])),
   'paths.ts': [],
-  'version.ts': [],
-  'connect-errors.ts': [],
-  shim: ['errors.ts', 'diagnostics.ts', 'version.ts', 'connect-errors.ts'],
-  registry: ['errors.ts', 'diagnostics.ts', 'version.ts', 'connect-errors.ts', 'paths.ts'],
-  emulator: ['errors.ts', 'diagnostics.ts', 'version.ts', 'connect-errors.ts'],
-  jobs: [
-    'shim',
-    'registry',
-    'errors.ts',
-    'diagnostics.ts',
-    'version.ts',
-    'connect-errors.ts',
-    'paths.ts',
-  ],
-  mcp: [
-    'jobs',
-    'registry',
-    'errors.ts',
-    'diagnostics.ts',
-    'version.ts',
-    'connect-errors.ts',
-    'paths.ts',
-  ],
-  'app.ts': [
-    'mcp',
-    'jobs',
-    'shim',
-    'registry',
-    'errors.ts',
-    'diagnostics.ts',
-    'version.ts',
-    'connect-errors.ts',
-    'paths.ts',
-  ],
-  cli: [
-    'app.ts',
-    'mcp',
-    'jobs',
-    'shim',
-    'registry',
-    'emulator',
-    'errors.ts',
-    'diagnostics.ts',
-    'paths.ts',
-    'version.ts',
-    'connect-errors.ts',
-  ],
+  shim: [...LEAVES],
+  registry: [...LEAVES, 'paths.ts'],
+  emulator: [...LEAVES],
+  jobs: [...LEAVES, 'shim', 'registry', 'paths.ts'],
+  mcp: [...LEAVES, 'jobs', 'registry', 'paths.ts'],
+  'app.ts': [...LEAVES, 'mcp', 'jobs', 'shim', 'registry', 'paths.ts'],
+  cli: [...LEAVES, 'app.ts', 'mcp', 'jobs', 'shim', 'registry', 'emulator', 'paths.ts'],
 };
 
 describe('architecture', () => {
@@ -186,6 +156,20 @@ describe('architecture', () => {
       expect(heavy).toEqual([]);
     },
   );
+
+  it('exports by name from the defining module only, and declares classes only for errors', async () => {
+    const violations: string[] = [];
+    for (const file of (await listTs(SRC)).filter((path) => !path.endsWith('.test.ts'))) {
+      const text = await readFile(file, 'utf8');
+      const path = relative(SRC, file);
+      if (/^export default\b/m.test(text)) violations.push(`${path}: export default`);
+      if (/^export (type )?(\*|\{[^}]*\}) from /m.test(text))
+        violations.push(`${path}: re-export (import the name from where it is defined)`);
+      if (/^(export )?(abstract )?class /m.test(text) && path !== 'errors.ts')
+        violations.push(`${path}: class (only src/errors.ts declares one)`);
+    }
+    expect(violations).toEqual([]);
+  });
 
   it('names every source file in kebab-case', async () => {
     const files = await listTs(SRC);

@@ -1,3 +1,4 @@
+import { alignColumns } from './columns.js';
 import type { CommandRun } from './context.js';
 
 /** One row per command. `load` is a dynamic import so a command pulls in only what it needs. */
@@ -203,8 +204,10 @@ export function findCommand(name: string): CommandSpec | undefined {
 }
 
 export function renderTopLevelHelp(): string {
-  const width = Math.max(...COMMANDS.map((command) => command.name.length));
-  const rows = COMMANDS.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`);
+  const rows = alignColumns(
+    COMMANDS.map((command) => [command.name, command.summary]),
+    '  ',
+  );
   return [
     'localagents: hand routine Claude Code work to a model on your own hardware',
     '',

@@ -1,11 +1,7 @@
 import { LocalAgentsError } from '../errors.js';
-import {
-  FaultSchema,
-  loadScript,
-  startEmulator,
-  type EmulatorOptions,
-  type Fault,
-} from '../emulator/emulator.js';
+import { startEmulator, type EmulatorOptions } from '../emulator/emulator.js';
+import { FaultSchema, type Fault } from '../emulator/faults.js';
+import { loadScript } from '../emulator/script.js';
 import { integerFlag, parseCommandArgs, waitForAbort, type CommandRun } from './context.js';
 
 const OPTIONS = {

@@ -1,7 +1,8 @@
 import { createDiagnostics } from '../diagnostics.js';
 import { LocalAgentsError } from '../errors.js';
 import { configPaths } from '../registry/config.js';
-import { createRegistry, type SidecarResult } from '../registry/registry.js';
+import { createRegistry } from '../registry/registry.js';
+import type { SidecarResult } from '../registry/sidecar.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
 import { modelsJson, renderModels } from './render-models.js';
 

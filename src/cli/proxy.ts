@@ -4,11 +4,13 @@ import { LocalAgentsError } from '../errors.js';
 import { readyEndpoint, routeConfigFor } from '../jobs/ready-endpoint.js';
 import { claudeCodeSettings } from '../jobs/session-env.js';
 import { resolveStateDir } from '../paths.js';
+import { shellQuote } from '../shell-quote.js';
 import { configPaths } from '../registry/config.js';
-import type { BackendKind } from '../registry/config-types.js';
+import type { BackendKind } from '../kinds.js';
 import { probeEndpoint } from '../registry/probe.js';
 import { createRegistry } from '../registry/registry.js';
-import { createShim, type RouteConfig } from '../shim/server.js';
+import { createShim } from '../shim/server.js';
+import type { RouteConfig } from '../shim/route.js';
 import {
   integerFlag,
   parseCommandArgs,
@@ -134,10 +136,6 @@ async function routeForUrl(
   return route;
 }
 
-function shellValue(value: string): string {
-  return /^[\w./:@%+=,-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
-}
-
 /** What a user exports before running `claude` against the proxy: the settings jobs get, less the job's own. */
 export function proxyEnvironment(baseUrl: string, route: RouteConfig): Array<[string, string]> {
   return claudeCodeSettings({
@@ -180,7 +178,7 @@ export const runProxy: CommandRun = async (context) => {
     // One write: a script (or `eval`) that reads up to ANTHROPIC_BASE_URL gets every line with it.
     context.stdout.write(
       proxyEnvironment(added.baseUrl, route)
-        .map(([name, value]) => `${name}=${shellValue(value)}\n`)
+        .map(([name, value]) => `${name}=${shellQuote(value)}\n`)
         .join(''),
     );
     context.stderr.write(

@@ -1,5 +1,6 @@
 import type { BackendFigures, JobRecord } from '../jobs/job.js';
 import { filesChanged, summarizeJob } from '../jobs/record.js';
+import { alignColumns } from './columns.js';
 
 function elapsedSeconds(record: JobRecord, now: Date): string {
   const summary = summarizeJob(record, now);
@@ -23,17 +24,7 @@ export function renderJobTable(records: JobRecord[], now: Date = new Date()): st
     String(record.files_touched.length),
     clip(record.task, 50),
   ]);
-  const header = ['ID', 'STATUS', 'MODEL', 'TIME', 'FILES', 'TASK'];
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
-  );
-  const line = (cells: string[]): string =>
-    cells
-      .map((cell, column) =>
-        column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0),
-      )
-      .join('  ');
-  return [line(header), ...rows.map(line)].join('\n');
+  return alignColumns([['ID', 'STATUS', 'MODEL', 'TIME', 'FILES', 'TASK'], ...rows]).join('\n');
 }
 
 export function describeBackend(figures: BackendFigures): string[] {

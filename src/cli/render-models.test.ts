@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { builtinDefaults } from '../registry/config.js';
-import type { EndpointProbe, RegistrySnapshot } from '../registry/registry.js';
+import { builtinDefaults } from '../registry/config-defaults.js';
+import type { RegistrySnapshot } from '../registry/registry.js';
+import type { EndpointProbe } from '../registry/probe.js';
 import { modelsJson, renderModels } from './render-models.js';
 
 const llama: EndpointProbe = {

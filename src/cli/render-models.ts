@@ -1,9 +1,9 @@
-import {
-  COMFORTABLE_CONTEXT_TOKENS,
-  formatConfigIssue,
-  type ConfigIssue,
-} from '../registry/config.js';
-import type { EndpointProbe, RegistrySnapshot } from '../registry/registry.js';
+import { COMFORTABLE_CONTEXT_TOKENS } from '../registry/config-defaults.js';
+import { formatConfigIssue } from '../registry/config-messages.js';
+import type { ConfigIssue } from '../registry/config-types.js';
+import type { RegistrySnapshot } from '../registry/registry.js';
+import type { EndpointProbe } from '../registry/probe.js';
+import { alignColumns } from './columns.js';
 
 /** `localagents models` output: the --json object and the human table (pure; inline-snapshot tested). */
 
@@ -62,13 +62,7 @@ export function modelsJson(snapshot: RegistrySnapshot): ModelsJson {
 }
 
 function table(rows: string[][]): string[] {
-  const widths = rows.reduce<number[]>(
-    (acc, row) => row.map((cell, index) => Math.max(acc[index] ?? 0, cell.length)),
-    [],
-  );
-  return rows.map((row) =>
-    `  ${row.map((cell, index) => (index === row.length - 1 ? cell : cell.padEnd(widths[index] ?? 0))).join('  ')}`.trimEnd(),
-  );
+  return alignColumns(rows, '  ');
 }
 
 function load(probe: EndpointProbe): string {

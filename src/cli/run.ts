@@ -1,8 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import type { App } from '../app.js';
 import { LocalAgentsError } from '../errors.js';
-import { isPermissionMode, PERMISSION_MODES, type JobRecord } from '../jobs/job.js';
+import type { JobRecord } from '../jobs/job.js';
 import { spawnDetached } from '../jobs/process.js';
+import { isPermissionMode, PERMISSION_MODES } from '../kinds.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
 import { APP_OPTIONS, openApp } from './open-app.js';
 import { renderJob, renderProgress } from './render-jobs.js';

@@ -10,20 +10,16 @@ import { createFaultQueue, createHoldGate, FaultRequestSchema, type Fault } from
 import { readBody, sendJson } from './http.js';
 import { llamaIdentity } from './llamacpp-bodies.js';
 import { handleLlamaRequest } from './llamacpp-routes.js';
+import type { Dialect } from './message-format.js';
 import { createStats } from './metrics.js';
+import { createRequestLog, parseJsonOrUndefined } from './request-log.js';
 import { DEFAULT_SCRIPT, type ScriptTurn } from './script.js';
 import { computeSlotWindow, createSlotPool } from './slots.js';
-import { createRequestLog, parseJsonOrUndefined } from './request-log.js';
 import type { EmulatorState, RecordedRequest } from './state.js';
 import { handleVllmRequest } from './vllm-routes.js';
 
-export { FaultSchema, type Fault } from './faults.js';
-export type { ScriptTurn } from './script.js';
-export { loadScript } from './script.js';
-export type { RecordedRequest } from './state.js';
-
 export interface EmulatorOptions {
-  backend?: 'llama.cpp' | 'vllm';
+  backend?: Dialect;
   host?: string;
   port?: number;
   /** llama: total -c (default 32768); vllm: max_model_len (default 32768). */

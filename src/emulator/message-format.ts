@@ -8,9 +8,11 @@
  * `input: {}`; each block stopped before the next; null fields omitted in the non-stream body.
  */
 import { randomUUID } from 'node:crypto';
+import type { BackendKind } from '../kinds.js';
 import type { Generation, GeneratedBlock } from './generate.js';
 
-export type Dialect = 'llama.cpp' | 'vllm';
+/** The two servers the emulator plays (every backend kind but the undetected `other`). */
+export type Dialect = Exclude<BackendKind, 'other'>;
 
 export interface SseEvent {
   event: string;

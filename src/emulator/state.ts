@@ -1,6 +1,7 @@
 /** The emulator's resolved configuration and mutable state, shared by both personalities' routes. */
 import type { FaultQueue, HoldGate } from './faults.js';
 import type { LlamaIdentity } from './llamacpp-bodies.js';
+import type { Dialect } from './message-format.js';
 import type { ServerStats } from './metrics.js';
 import type { ScriptTurn } from './script.js';
 import type { SlotPool } from './slots.js';
@@ -26,7 +27,7 @@ export interface RecordedRequest {
 }
 
 export interface EmulatorState {
-  backend: 'llama.cpp' | 'vllm';
+  backend: Dialect;
   /** llama: per-slot window; vLLM: max_model_len. */
   window: number;
   metrics: boolean;

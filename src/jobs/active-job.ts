@@ -1,7 +1,7 @@
 import type { Diagnostics } from '../diagnostics.js';
-import type { DelegateMcp } from '../registry/config-types.js';
+import type { DelegateMcp, PermissionMode, SettingSource } from '../kinds.js';
 import type { RouteConfig } from '../shim/route.js';
-import type { JobRecord, PermissionMode, SettingSource } from './job.js';
+import type { JobRecord } from './job.js';
 import type { JobStore } from './store.js';
 
 /** The part of a registry resolution a job needs (registry Resolution, kind 'ready'). */

@@ -2,7 +2,7 @@ import { readFile, realpath } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import type { DelegateMcp } from '../registry/config-types.js';
+import type { DelegateMcp } from '../kinds.js';
 
 /**
  * Which of the user's MCP servers a delegate loads. A delegate is a Claude Code session in the user's

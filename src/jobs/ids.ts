@@ -3,7 +3,7 @@ import { LocalAgentsError } from '../errors.js';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 /** Lower-case letters, digits and inner dashes: safe as a directory name and in `local-agent/<id>`. */
-const JOB_ID_PATTERN = /^[0-9a-z](?:[0-9a-z-]{0,62}[0-9a-z])?$/;
+export const JOB_ID_PATTERN = /^[0-9a-z](?:[0-9a-z-]{0,62}[0-9a-z])?$/;
 
 function pad(value: number, width = 2): string {
   return String(value).padStart(width, '0');

@@ -1,18 +1,6 @@
 import { z } from 'zod';
 
-export const PERMISSION_MODES = [
-  'default',
-  'acceptEdits',
-  'bypassPermissions',
-  'plan',
-  'dontAsk',
-] as const;
-export type PermissionMode = (typeof PERMISSION_MODES)[number];
-export type SettingSource = 'user' | 'project' | 'local';
-
-export function isPermissionMode(value: string): value is PermissionMode {
-  return PERMISSION_MODES.some((mode) => mode === value);
-}
+import { PERMISSION_MODES, type PermissionMode } from '../kinds.js';
 
 export const JOB_STATUSES = [
   'queued',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { builtinDefaults } from '../registry/config.js';
+import { builtinDefaults } from '../registry/config-defaults.js';
 import type { ReadyEndpoint } from './active-job.js';
 import { newRecordFor } from './prepare-job.js';
 

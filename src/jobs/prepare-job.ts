@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
-import type { Defaults } from '../registry/config.js';
+import type { Defaults } from '../registry/config-types.js';
 import type { ReadyEndpoint } from './active-job.js';
 import { isTerminalStatus, type JobRecord, type JobRequest } from './job.js';
 import { newJobRecord } from './record.js';

@@ -1,4 +1,4 @@
-import type { ReadyResolution } from '../registry/registry.js';
+import type { ReadyResolution } from '../registry/resolve.js';
 import type { RouteConfig } from '../shim/route.js';
 import type { ReadyEndpoint } from './active-job.js';
 

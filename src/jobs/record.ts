@@ -1,4 +1,5 @@
-import type { JobRecord, PermissionMode } from './job.js';
+import type { PermissionMode } from '../kinds.js';
+import type { JobRecord } from './job.js';
 
 export interface NewJobInput {
   id: string;

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import type { Diagnostics } from '../diagnostics.js';
 import { LocalAgentsError } from '../errors.js';
-import type { NotReadyResolution, Registry } from '../registry/registry.js';
+import type { Registry } from '../registry/registry.js';
+import type { NotReadyResolution } from '../registry/resolve.js';
 import { createJobId, validateJobId } from './ids.js';
 import { isTerminalStatus, type JobRecord, type JobRequest } from './job.js';
 import { attachWorktree, checkRequest, newRecordFor, resumableJob } from './prepare-job.js';

@@ -1,6 +1,6 @@
 import { query, type Options } from '@anthropic-ai/claude-agent-sdk';
 import type { DelegateMcpPolicy } from './delegate-mcp.js';
-import type { PermissionMode, SettingSource } from './job.js';
+import type { PermissionMode, SettingSource } from '../kinds.js';
 import { spawnClaudeProcess } from './process.js';
 import { pinnedSettingsEnv } from './session-env.js';
 

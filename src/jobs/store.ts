@@ -1,6 +1,7 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeFileAtomic } from '../atomic-write.js';
 import { LocalAgentsError } from '../errors.js';
 import { isJobId, validateJobId } from './ids.js';
 import { jobRecordSchema, type JobRecord } from './job.js';
@@ -66,10 +67,7 @@ export function createJobStore(stateDir: string): JobStore {
   const writeRecord = async (record: JobRecord): Promise<void> => {
     const dir = jobDir(record.id);
     await mkdir(dir, { recursive: true });
-    const target = join(dir, JOB_FILES.record);
-    const temp = `${target}.${process.pid}.tmp`;
-    await writeFile(temp, `${JSON.stringify(record, null, 2)}\n`);
-    await rename(temp, target);
+    await writeFileAtomic(join(dir, JOB_FILES.record), `${JSON.stringify(record, null, 2)}\n`);
   };
 
   const read = async (id: string): Promise<JobRecord> => {

@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
+import { shellQuote } from '../shell-quote.js';
 import { gitOutput, isOutputTooLarge, runGit } from './git.js';
 import type { Diffstat, WorktreeInfo } from './job.js';
 
@@ -23,10 +24,6 @@ export async function findRepo(cwd: string): Promise<RepoLocation | undefined> {
 
 export function branchName(jobId: string): string {
   return `local-agent/${jobId}`;
-}
-
-function shellQuote(value: string): string {
-  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
 function safeRepoName(root: string): string {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BACKEND_KINDS, DELEGATE_MCP_MODES, PERMISSION_MODES, SETTING_SOURCES } from '../kinds.js';
 
 /**
  * The schema of ONE models.yaml layer: every key optional, because layers merge key by key.
@@ -20,35 +21,24 @@ const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/);
 // YAML reads `PORT: 8080` as a number; an environment value is always a string.
 const envValue = z.union([z.string(), z.number(), z.boolean()]).transform((value) => String(value));
 
-export const permissionModes = [
-  'default',
-  'acceptEdits',
-  'bypassPermissions',
-  'plan',
-  'dontAsk',
-] as const;
-export const backendKinds = ['llama.cpp', 'vllm', 'other'] as const;
-export const settingSources = ['user', 'project', 'local'] as const;
-export const delegateMcpModes = ['inherit', 'none'] as const;
-
 export const DefaultsLayerSchema = z.object({
   model: text.min(1).optional(),
-  permission_mode: z.enum(permissionModes).optional(),
+  permission_mode: z.enum(PERMISSION_MODES).optional(),
   allowed_tools: z.array(text.min(1)).optional(),
   disallowed_tools: z.array(text.min(1)).optional(),
-  setting_sources: z.array(z.enum(settingSources)).optional(),
+  setting_sources: z.array(z.enum(SETTING_SOURCES)).optional(),
   max_turns: z.number().int().min(1).optional(),
   timeout_s: z.number().positive().optional(),
   probe_timeout_s: z.number().min(0.05).max(60).optional(),
   system_prompt_append: text.optional(),
   dump_requests: z.boolean().optional(),
   keepalive_s: z.number().min(0).optional(),
-  delegate_mcp: z.enum(delegateMcpModes).optional(),
+  delegate_mcp: z.enum(DELEGATE_MCP_MODES).optional(),
 });
 
 export const EndpointSchema = z.object({
   base_url: httpUrl,
-  backend: z.enum(backendKinds).optional(),
+  backend: z.enum(BACKEND_KINDS).optional(),
   host: text.optional(),
   notes: text.optional(),
   api_key_env: envName.optional(),

@@ -1,10 +1,6 @@
 /** The shapes the rest of the app reads; config.ts re-exports them. */
 
-export type PermissionMode = 'default' | 'acceptEdits' | 'bypassPermissions' | 'plan' | 'dontAsk';
-export type SettingSource = 'user' | 'project' | 'local';
-/** Which of the user's MCP servers a delegate gets: all but localagents itself, or none. */
-export type DelegateMcp = 'inherit' | 'none';
-export type BackendKind = 'llama.cpp' | 'vllm' | 'other';
+import type { BackendKind, DelegateMcp, PermissionMode, SettingSource } from '../kinds.js';
 
 export interface Defaults {
   model?: string;

@@ -6,21 +6,6 @@ import { parseLayer, type ParsedLayer } from './config-parse.js';
 import { mergeLayers } from './config-rules.js';
 import type { ConfigIssue, ConfigPaths, ConfigResult } from './config-types.js';
 
-export type {
-  BackendKind,
-  ConfigIssue,
-  ConfigPaths,
-  ConfigResult,
-  Defaults,
-  EndpointConfig,
-  ModelEntry,
-  PermissionMode,
-  RegistryConfig,
-  SettingSource,
-} from './config-types.js';
-export { formatConfigIssue } from './config-messages.js';
-export { builtinDefaults, COMFORTABLE_CONTEXT_TOKENS } from './config-defaults.js';
-
 /** models.example.yaml ships at the package root: ../../ from both src/registry and dist/registry. */
 export const EXAMPLE_CONFIG_PATH = fileURLToPath(
   new URL('../../models.example.yaml', import.meta.url),

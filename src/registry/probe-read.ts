@@ -9,7 +9,7 @@ import {
   type Props,
   type Slots,
 } from './backend-responses.js';
-import type { BackendKind } from './config-types.js';
+import type { BackendKind } from '../kinds.js';
 import { parseJson, type FailureKind, type HttpAnswer } from './probe-http.js';
 import { maxOf, parsePrometheusText, sumOf, type Exposition } from './prometheus.js';
 

@@ -1,4 +1,5 @@
-import type { BackendKind, EndpointConfig, RegistryConfig } from './config-types.js';
+import type { BackendKind } from '../kinds.js';
+import type { EndpointConfig, RegistryConfig } from './config-types.js';
 import { probeGet, type HttpAnswer } from './probe-http.js';
 import {
   contextWindows,

@@ -20,10 +20,6 @@ import {
 } from './resolve.js';
 import { registerEndpoint, registerModel, type SidecarResult } from './sidecar.js';
 
-export type { NotReadyResolution, ReadyResolution, Resolution, ResolveRequest } from './resolve.js';
-export type { EndpointProbe, ProbeStatus } from './probe.js';
-export type { RegisterEndpointInput, RegisterModelInput, SidecarResult } from './sidecar.js';
-
 export interface MenuStatus {
   name: string;
   notes?: string;

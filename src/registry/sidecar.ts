@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseDocument } from 'yaml';
+import { writeFileAtomic } from '../atomic-write.js';
 import { LocalAgentsError } from '../errors.js';
 import { z } from 'zod';
 import { describeIssue, formatConfigIssue, formatPath, type IssueLike } from './config-messages.js';
@@ -104,10 +104,7 @@ async function writeEntry(
     if (text === undefined || doc.contents === null) doc.commentBefore = HEADER;
     const replaced = doc.hasIn([section, entryName]);
     doc.setIn([section, entryName], doc.createNode(value));
-    // Temp file + rename: readers see the old file or the new one, never half of one.
-    const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-    await writeFile(temp, doc.toString({ lineWidth: 100 }));
-    await rename(temp, file);
+    await writeFileAtomic(file, doc.toString({ lineWidth: 100 }));
     return { kind: 'written', file, section, name: entryName, replaced };
   });
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { BackendKind } from '../kinds.js';
 import { isPlainlyUntouched } from './fast-path.js';
 import { foldSystemMessages, isRecord, needsFold } from './fold-system.js';
 
@@ -8,7 +9,7 @@ export type RewriteName =
 
 /** The part of a route that decides how a request body is rewritten. */
 export interface NormalizeRoute {
-  backend: 'llama.cpp' | 'vllm' | 'other';
+  backend: BackendKind;
   servedId: string;
   servedIds?: string[] | undefined;
   contextTokens?: number | undefined;

@@ -1,5 +1,6 @@
-import type { BackendError } from './backend-errors.js';
 import type { Diagnostics } from '../diagnostics.js';
+import type { BackendKind } from '../kinds.js';
+import type { BackendError } from './backend-errors.js';
 import type { RequestLog, RequestLogLine } from './log.js';
 import type { PrefixTracker } from './prefix-stability.js';
 import type { Upstream } from './upstream.js';
@@ -8,7 +9,7 @@ import type { Upstream } from './upstream.js';
 export interface RouteConfig {
   /** e.g. http://127.0.0.1:8080 (no trailing /v1) */
   backendUrl: string;
-  backend: 'llama.cpp' | 'vllm' | 'other';
+  backend: BackendKind;
   /** What the backend serves; model names it does not serve are mapped to this. */
   servedId: string;
   /** Every id the backend serves (names in this list are left alone). */

@@ -7,7 +7,8 @@ import { tempDir } from '../../test/support/temp-dir.js';
 import { waitFor } from '../../test/support/wait.js';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../emulator/emulator.js';
 import type { RequestLogLine } from './log.js';
-import { createShim, type RouteConfig, type ShimRoute } from './server.js';
+import { createShim, type ShimRoute } from './server.js';
+import type { RouteConfig } from './route.js';
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {

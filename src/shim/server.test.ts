@@ -9,7 +9,8 @@ import { waitFor } from '../../test/support/wait.js';
 import { startEmulator, type EmulatorOptions } from '../emulator/emulator.js';
 import { isRecord } from './fold-system.js';
 import type { RequestLogLine } from './log.js';
-import { createShim, type RouteConfig, type Shim, type ShimRoute } from './server.js';
+import { createShim, type Shim, type ShimRoute } from './server.js';
+import type { RouteConfig } from './route.js';
 
 const CLAUDE_CODE = new URL('../../test/fixtures/claude-code/', import.meta.url);
 

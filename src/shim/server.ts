@@ -17,9 +17,6 @@ import {
 } from './route.js';
 import { createAgents, createUpstream, destroyAgents } from './upstream.js';
 
-export type { RouteConfig, RouteStats } from './route.js';
-export type { BackendError } from './backend-errors.js';
-
 export interface ShimRoute {
   token: string;
   /** `${shim.url}/j/${token}`: what ANTHROPIC_BASE_URL is set to. */

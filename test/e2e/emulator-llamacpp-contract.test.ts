@@ -7,13 +7,9 @@
  * APPROXIMATE and OTHER_BLOCKS for the listed deviations.
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
-import {
-  startEmulator,
-  type Emulator,
-  type EmulatorOptions,
-  type Fault,
-  type ScriptTurn,
-} from '../../src/emulator/emulator.js';
+import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/emulator.js';
+import type { Fault } from '../../src/emulator/faults.js';
+import type { ScriptTurn } from '../../src/emulator/script.js';
 import { EXCHANGE_FILES, RAW_CAPTURES } from '../support/llama-exchanges.js';
 import {
   LLAMA_STREAM,

@@ -6,7 +6,8 @@
  * the contract test).
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { startEmulator, type ScriptTurn } from '../../src/emulator/emulator.js';
+import { startEmulator } from '../../src/emulator/emulator.js';
+import type { ScriptTurn } from '../../src/emulator/script.js';
 import {
   LLAMA_STREAM,
   eventLabel,

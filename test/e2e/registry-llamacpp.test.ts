@@ -1,6 +1,6 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { probeEndpoint } from '../../src/registry/probe.js';
-import type { EndpointConfig } from '../../src/registry/config.js';
+import type { EndpointConfig } from '../../src/registry/config-types.js';
 import { waitFor } from '../support/wait.js';
 import { emulator } from './registry-support.js';
 

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
 import { stringify } from 'yaml';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/emulator.js';
-import { configPaths, type ConfigPaths } from '../../src/registry/config.js';
+import { configPaths } from '../../src/registry/config.js';
+import type { ConfigPaths } from '../../src/registry/config-types.js';
 import { createRegistry, type Registry } from '../../src/registry/registry.js';
 import { tempDir } from '../support/temp-dir.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { EndpointConfig } from '../../src/registry/config.js';
+import type { EndpointConfig } from '../../src/registry/config-types.js';
 import { probeEndpoint } from '../../src/registry/probe.js';
 import { waitFor } from '../support/wait.js';
 import { emulator, registryFor } from './registry-support.js';

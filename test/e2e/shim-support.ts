@@ -4,7 +4,8 @@ import { query, type SDKMessage, type SDKResultMessage } from '@anthropic-ai/cla
 import { onTestFinished } from 'vitest';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/emulator.js';
 import type { RequestLogLine } from '../../src/shim/log.js';
-import { createShim, type RouteConfig, type ShimRoute } from '../../src/shim/server.js';
+import { createShim, type ShimRoute } from '../../src/shim/server.js';
+import type { RouteConfig } from '../../src/shim/route.js';
 import { isolatedClaudeEnv } from '../support/claude-env.js';
 import { gitRepo } from '../support/git-repo.js';
 import { tempDir } from '../support/temp-dir.js';

@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { NotReadyResolution } from '../../registry/registry.js';
+import type { NotReadyResolution } from '../../registry/resolve.js';
 import { jsonResult } from '../results.js';
 
 /** The registry's "not running" / "config broken" answer as a normal tool answer (isError false) that tells Claude what to do. */

@@ -1,6 +1,6 @@
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { PERMISSION_MODES } from '../../jobs/job.js';
+import { PERMISSION_MODES } from '../../kinds.js';
 import { summarizeJob } from '../../jobs/record.js';
 import { answer, jsonResult } from '../results.js';
 import type { McpDeps } from '../server.js';

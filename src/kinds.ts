@@ -1,0 +1,30 @@
+/**
+ * The small closed vocabularies that several areas share, each written once: models.yaml validates
+ * against them, the shim and the emulator branch on them, tools and the CLI offer them as choices.
+ */
+
+/** What serves an endpoint; `other` is detected by the probe. */
+export const BACKEND_KINDS = ['llama.cpp', 'vllm', 'other'] as const;
+export type BackendKind = (typeof BACKEND_KINDS)[number];
+
+/** Claude Code's permission modes, as the delegate gets one. */
+export const PERMISSION_MODES = [
+  'default',
+  'acceptEdits',
+  'bypassPermissions',
+  'plan',
+  'dontAsk',
+] as const;
+export type PermissionMode = (typeof PERMISSION_MODES)[number];
+
+export function isPermissionMode(value: string): value is PermissionMode {
+  return PERMISSION_MODES.some((mode) => mode === value);
+}
+
+/** Which Claude Code settings files a delegate loads. */
+export const SETTING_SOURCES = ['user', 'project', 'local'] as const;
+export type SettingSource = (typeof SETTING_SOURCES)[number];
+
+/** Which of the user's MCP servers a delegate gets: all but localagents itself, or none. */
+export const DELEGATE_MCP_MODES = ['inherit', 'none'] as const;
+export type DelegateMcp = (typeof DELEGATE_MCP_MODES)[number];
