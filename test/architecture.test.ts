@@ -163,7 +163,7 @@ describe('architecture', () => {
       const text = await readFile(file, 'utf8');
       const path = relative(SRC, file);
       if (/^export default\b/m.test(text)) violations.push(`${path}: export default`);
-      if (/^export (type )?(\*|\{[^}]*\}) from /m.test(text))
+      if (/^export (type )?(\*|\{[^}]*\})( from |;)/m.test(text))
         violations.push(`${path}: re-export (import the name from where it is defined)`);
       if (/^(export )?(abstract )?class /m.test(text) && path !== 'errors.ts')
         violations.push(`${path}: class (only src/errors.ts declares one)`);

@@ -1,6 +1,6 @@
-import { request as httpRequest } from 'node:http';
 import { z } from 'zod';
 import { LocalAgentsError } from '../errors.js';
+import { httpExchange } from '../registry/probe-http.js';
 import type { JobShim, ReadyEndpoint } from './active-job.js';
 import { routeConfigFor } from './ready-endpoint.js';
 
@@ -40,41 +40,6 @@ const ErrorSchema = z.looseObject({
 const COMPLETE_TIMEOUT_MS = 100_000;
 const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
-function post(url: string, body: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const request = httpRequest(
-      url,
-      {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-          'anthropic-version': '2023-06-01',
-        },
-        signal: AbortSignal.timeout(COMPLETE_TIMEOUT_MS),
-      },
-      (response) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        response.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > MAX_ANSWER_BYTES) response.destroy(new Error('answer too large'));
-          else chunks.push(chunk);
-        });
-        response.on('error', reject);
-        response.on('end', () =>
-          resolve({
-            status: response.statusCode ?? 0,
-            text: Buffer.concat(chunks).toString('utf8'),
-          }),
-        );
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
-}
-
 function parse(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
@@ -93,22 +58,28 @@ export async function completeOnce(
   const route = shim.addRoute(routeConfigFor(ready, { logDir }));
   const where = `${ready.endpoint.name} (${ready.endpoint.base_url})`;
   try {
-    const answer = await post(
-      `${route.baseUrl}/v1/messages`,
-      JSON.stringify({
+    const answer = await httpExchange({
+      method: 'POST',
+      url: `${route.baseUrl}/v1/messages`,
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({
         model: ready.servedId,
         max_tokens: request.maxTokens,
         messages: [{ role: 'user', content: request.prompt }],
         ...(request.system === undefined ? {} : { system: request.system }),
         ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
       }),
-    ).catch((error: unknown) => {
-      throw new LocalAgentsError('ENDPOINT_UNREACHABLE', `${where} did not answer in time`, {
-        hint: 'check with list_models that the endpoint is up, or ask for fewer max_tokens',
-        cause: error,
-      });
+      signal: AbortSignal.timeout(COMPLETE_TIMEOUT_MS),
+      maxBodyBytes: MAX_ANSWER_BYTES,
     });
-    const body = parse(answer.text);
+    if (!answer.ok) {
+      throw new LocalAgentsError(
+        'ENDPOINT_UNREACHABLE',
+        `${where} did not answer${answer.failure === 'timeout' ? ` within ${COMPLETE_TIMEOUT_MS / 1000} s` : ` (${answer.code ?? answer.failure})`}`,
+        { hint: 'check with list_models that the endpoint is up, or ask for fewer max_tokens' },
+      );
+    }
+    const body = parse(answer.body);
     const message = MessageSchema.safeParse(body);
     if (answer.status === 200 && message.success) {
       return {
@@ -125,7 +96,7 @@ export async function completeOnce(
     }
     // The shim answers failures in Anthropic's form, already translated (overflow, loading, auth).
     const error = ErrorSchema.safeParse(body);
-    const said = error.success ? error.data.error.message : answer.text.slice(0, 500);
+    const said = error.success ? error.data.error.message : answer.body.slice(0, 500);
     throw new LocalAgentsError(
       'ENDPOINT_UNREACHABLE',
       `${ready.endpoint.name} answered HTTP ${answer.status}: ${said}`,

@@ -2,37 +2,42 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { classifyConnectError, type FailureKind } from '../connect-errors.js';
 
-/** One GET for the prober: always resolves, with the answer or a classified failure (never throws). */
-
-export type { FailureKind };
-
+/**
+ * One HTTP exchange with a backend (or the shim in front of one): always resolves, with the answer or a
+ * classified failure, never throws. The one client for every request localagents itself sends: the
+ * registry's probes, the jobs' /metrics figures, local_complete. node:http rather than fetch: fetch refuses
+ * the "bad ports" of the Fetch spec (6000, 6665–6669, 10080…), where a llama-server may well listen, and
+ * node:http gives the errno code directly.
+ */
 export type HttpAnswer =
   | { ok: true; status: number; headers: Headers; body: string; ms: number }
   | { ok: false; failure: FailureKind; code?: string; ms: number };
 
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
 
-/**
- * node:http rather than fetch: fetch refuses the "bad ports" of the Fetch spec (6000, 6665–6669, 10080…),
- * where a llama-server may well listen, and node:http gives the errno code directly.
- */
-export function probeGet(
-  baseUrl: string,
-  path: string,
-  headers: Record<string, string>,
-  signal: AbortSignal,
-): Promise<HttpAnswer> {
+export interface HttpExchange {
+  method: 'GET' | 'POST';
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+  signal: AbortSignal;
+  maxBodyBytes?: number;
+}
+
+export function httpExchange(exchange: HttpExchange): Promise<HttpAnswer> {
   const started = performance.now();
   const elapsed = (): number => Math.round(performance.now() - started);
+  const { signal } = exchange;
+  const maxBytes = exchange.maxBodyBytes ?? MAX_BODY_BYTES;
   return new Promise((resolve) => {
     const fail = (error: unknown): void => {
-      // An abort carries the signal's reason: a TimeoutError from the probe deadline, else a cancel.
+      // An abort carries the signal's reason: a TimeoutError from the deadline, else a cancel.
       const reason: unknown = signal.aborted ? signal.reason : error;
       resolve({ ok: false, ...classifyConnectError(reason ?? error), ms: elapsed() });
     };
     let url: URL;
     try {
-      url = new URL(`${baseUrl}${path}`);
+      url = new URL(exchange.url);
     } catch (error) {
       fail(error);
       return;
@@ -41,8 +46,14 @@ export function probeGet(
     const request = send(
       url,
       {
-        method: 'GET',
-        headers: { accept: 'application/json, text/plain', ...headers },
+        method: exchange.method,
+        headers: {
+          accept: 'application/json, text/plain',
+          ...(exchange.body === undefined
+            ? {}
+            : { 'content-length': String(Buffer.byteLength(exchange.body)) }),
+          ...exchange.headers,
+        },
         signal,
         agent: false,
       },
@@ -51,7 +62,7 @@ export function probeGet(
         let size = 0;
         response.on('data', (chunk: Buffer) => {
           size += chunk.length;
-          if (size > MAX_BODY_BYTES) response.destroy(new Error('answer too large'));
+          if (size > maxBytes) response.destroy(new Error('answer too large'));
           else chunks.push(chunk);
         });
         response.on('error', fail);
@@ -72,8 +83,18 @@ export function probeGet(
       },
     );
     request.on('error', fail);
-    request.end();
+    request.end(exchange.body);
   });
+}
+
+/** One GET for the prober. */
+export function probeGet(
+  baseUrl: string,
+  path: string,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+): Promise<HttpAnswer> {
+  return httpExchange({ method: 'GET', url: `${baseUrl}${path}`, headers, signal });
 }
 
 /** JSON.parse that reports failure as undefined instead of throwing. */

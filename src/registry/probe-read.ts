@@ -10,7 +10,8 @@ import {
   type Slots,
 } from './backend-responses.js';
 import type { BackendKind } from '../kinds.js';
-import { parseJson, type FailureKind, type HttpAnswer } from './probe-http.js';
+import type { FailureKind } from '../connect-errors.js';
+import { parseJson, type HttpAnswer } from './probe-http.js';
 import { maxOf, parsePrometheusText, sumOf, type Exposition } from './prometheus.js';
 
 /** Pure readers of probe answers: what each backend's JSON and metrics say. */
