@@ -1,5 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import type { RequestLogLine } from '../shim/log.js';
+import { countInStats, emptyStats, type RouteStats } from '../shim/route.js';
 import {
   computeBackendFigures,
   describeFigures,
@@ -16,7 +18,8 @@ async function metricsBody(name: string): Promise<string> {
   return parsed.response.body_raw;
 }
 
-const log = [
+/** Three requests as the shim counts them (the same counting requests.jsonl lines get). */
+const lines = [
   {
     status: 200,
     usage: { input_tokens: 1000, output_tokens: 50, cache_read_input_tokens: 0 },
@@ -35,13 +38,17 @@ const log = [
     rewrites: ['fold_system'],
     prefix: { kind: 'changed', changed_at: 2 },
   },
-]
-  .map((line) => JSON.stringify(line))
-  .join('\n');
+] as const;
+
+function routeStats(): RouteStats {
+  const stats = emptyStats();
+  for (const line of lines) countInStats(stats, line as unknown as RequestLogLine);
+  return stats;
+}
 
 describe('computeBackendFigures', () => {
-  it('sums requests, prompt, cached and generated tokens from the request log', () => {
-    const figures = computeBackendFigures({ requestLog: `${log}\nnot json\n`, overlapped: false });
+  it("sums requests, prompt, cached and generated tokens from the route's counts", () => {
+    const figures = computeBackendFigures({ stats: routeStats(), overlapped: false });
     expect(figures.requests).toBe(3);
     expect(figures.failed_requests).toBe(1);
     expect(figures.prompt_tokens).toBe(2200);
@@ -57,7 +64,7 @@ describe('computeBackendFigures', () => {
   it('computes llama.cpp speeds from /metrics deltas and labels overlapping jobs server-wide', async () => {
     const before = parsePrometheus(await metricsBody('A07-get-metrics-before.json'));
     const after = parsePrometheus(await metricsBody('A81-get-metrics-after.json'));
-    const figures = computeBackendFigures({ requestLog: log, before, after, overlapped: true });
+    const figures = computeBackendFigures({ stats: routeStats(), before, after, overlapped: true });
     expect(figures.prompt_tokens_per_s).toBe(9589.5);
     expect(figures.generation_tokens_per_s).toBe(374.7);
     expect(figures.speed_scope).toBe('server_wide');
@@ -92,7 +99,7 @@ describe('speedsFromMetrics', () => {
       [400, 'server_wide'],
     ] as const) {
       const figures = computeBackendFigures({
-        requestLog: log,
+        stats: routeStats(),
         before: counters(0),
         after: counters(generated),
         overlapped: false,

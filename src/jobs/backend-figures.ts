@@ -1,22 +1,7 @@
-import { z } from 'zod';
 import { probeGet } from '../registry/probe-http.js';
 import { parsePrometheusText } from '../registry/prometheus.js';
+import type { RouteStats } from '../shim/route.js';
 import type { BackendFigures } from './job.js';
-
-/** One requests.jsonl line as the shim writes it, read loosely: only the fields the figures need. */
-const requestLine = z.looseObject({
-  status: z.number().optional(),
-  usage: z
-    .looseObject({
-      input_tokens: z.number().nullable().optional(),
-      output_tokens: z.number().nullable().optional(),
-      cache_read_input_tokens: z.number().nullable().optional(),
-    })
-    .nullable()
-    .optional(),
-  rewrites: z.array(z.string()).optional(),
-  prefix: z.looseObject({ kind: z.string() }).nullable().optional(),
-});
 
 export type MetricsSnapshot = Map<string, number>;
 
@@ -107,52 +92,30 @@ export async function fetchMetrics(
 }
 
 export interface FiguresInput {
-  requestLog: string;
+  /** What the shim counted on the job's route. */
+  stats: RouteStats;
   before?: MetricsSnapshot | undefined;
   after?: MetricsSnapshot | undefined;
   /** Another job used the same endpoint while this one ran: /metrics deltas cover both. */
   overlapped: boolean;
 }
 
-/** Per-job backend figures from the shim's own request log, speeds from /metrics deltas. */
+/** Per-job backend figures from what the shim counted on the job's route, speeds from /metrics deltas. */
 export function computeBackendFigures(input: FiguresInput): BackendFigures {
   const figures: BackendFigures = {
-    requests: 0,
-    failed_requests: 0,
-    prompt_tokens: 0,
-    cached_tokens: 0,
+    requests: input.stats.requests,
+    failed_requests: input.stats.failedRequests,
+    prompt_tokens: input.stats.promptTokens,
+    cached_tokens: input.stats.cachedTokens,
     cache_hit_rate: null,
-    generated_tokens: 0,
-    rewrites: {},
-    prefix_extends: 0,
-    prefix_breaks: 0,
+    generated_tokens: input.stats.outputTokens,
+    rewrites: { ...input.stats.rewrites },
+    prefix_extends: input.stats.prefixStable,
+    prefix_breaks: input.stats.prefixBreaks,
     prompt_tokens_per_s: null,
     generation_tokens_per_s: null,
     speed_scope: 'unavailable',
   };
-  for (const text of input.requestLog.split('\n')) {
-    if (text.trim().length === 0) continue;
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      continue;
-    }
-    const parsed = requestLine.safeParse(json);
-    if (!parsed.success) continue;
-    const line = parsed.data;
-    figures.requests += 1;
-    if ((line.status ?? 200) >= 400) figures.failed_requests += 1;
-    const input_tokens = line.usage?.input_tokens ?? 0;
-    const cached = line.usage?.cache_read_input_tokens ?? 0;
-    figures.prompt_tokens += input_tokens + cached;
-    figures.cached_tokens += cached;
-    figures.generated_tokens += line.usage?.output_tokens ?? 0;
-    if (line.prefix?.kind === 'changed') figures.prefix_breaks += 1;
-    if (line.prefix?.kind === 'extends') figures.prefix_extends += 1;
-    for (const rewrite of line.rewrites ?? [])
-      figures.rewrites[rewrite] = (figures.rewrites[rewrite] ?? 0) + 1;
-  }
   if (figures.prompt_tokens > 0) {
     figures.cache_hit_rate =
       Math.round((figures.cached_tokens / figures.prompt_tokens) * 1000) / 1000;

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { LocalAgentsError } from '../errors.js';
 import { httpExchange } from '../registry/probe-http.js';
-import type { JobShim, ReadyEndpoint } from './active-job.js';
-import { routeConfigFor } from './ready-endpoint.js';
+import { routeConfigFor, type ReadyEndpoint } from './ready-endpoint.js';
+import type { JobShim } from './run-job.js';
 
 /**
  * local_complete: one prompt, one answer, through a short-lived shim route like a job's, so it gets the

@@ -12,7 +12,7 @@ async function recordedResult(name: string): Promise<SdkResult> {
   const parsed = JSON.parse(text) as { messages: { message: unknown }[] };
   for (const entry of parsed.messages) {
     const message = parseSdkMessage(entry.message);
-    if (message?.type === 'result') return message;
+    if (message.type === 'result') return message;
   }
   throw new Error(`${name} has no result message`);
 }

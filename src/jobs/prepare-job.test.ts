@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { builtinDefaults } from '../registry/config-defaults.js';
-import type { ReadyEndpoint } from './active-job.js';
+import type { ReadyEndpoint } from './ready-endpoint.js';
 import { newRecordFor } from './prepare-job.js';
 
 const ready: ReadyEndpoint & { warnings: string[] } = {

@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
 import type { Defaults } from '../registry/config-types.js';
-import type { ReadyEndpoint } from './active-job.js';
+import type { ReadyEndpoint } from './ready-endpoint.js';
 import { isTerminalStatus, type JobRecord, type JobRequest } from './job.js';
 import { newJobRecord } from './record.js';
 import { looksLikeClaudeModel } from './session-env.js';

@@ -1,6 +1,23 @@
+import type { BackendKind } from '../kinds.js';
 import type { ReadyResolution } from '../registry/resolve.js';
 import type { RouteConfig } from '../shim/route.js';
-import type { ReadyEndpoint } from './active-job.js';
+
+/** The part of a registry resolution a job needs (registry Resolution, kind 'ready'). */
+export interface ReadyEndpoint {
+  endpoint: {
+    name: string;
+    base_url: string;
+    backend: BackendKind;
+    env: Record<string, string>;
+  };
+  servedId: string;
+  /** Every id the backend serves: the shim leaves these names alone. */
+  servedIds?: string[] | undefined;
+  apiKeyEnv?: string | undefined;
+  contextTokens: number;
+  contextSource: 'probe' | 'menu' | 'unknown';
+  apiKey?: string | undefined;
+}
 
 /** The part of a ready resolution a job needs, with the resolution's warnings for the record. */
 export function readyEndpoint(resolution: ReadyResolution): ReadyEndpoint & { warnings: string[] } {

@@ -1,8 +1,11 @@
-import { access, readFile } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describeError } from '../errors.js';
-import type { ActiveJob, ExecuteDeps, JobSettings, ReadyEndpoint } from './active-job.js';
+import type { Diagnostics } from '../diagnostics.js';
+import type { DelegateMcp, PermissionMode, SettingSource } from '../kinds.js';
+import type { RouteConfig, RouteStats } from '../shim/route.js';
+import type { ActiveJob } from './active-job.js';
 import {
   computeBackendFigures,
   describeFigures,
@@ -17,14 +20,51 @@ import {
   ownPackageRoots,
   type DelegateMcpPolicy,
 } from './delegate-mcp.js';
-import { routeConfigFor } from './ready-endpoint.js';
+import { routeConfigFor, type ReadyEndpoint } from './ready-endpoint.js';
 import { decideOutcome, finishedFields, isPossibleNoOp } from './outcome.js';
 import { isProcessAlive, terminateProcess } from './process.js';
 import { buildSessionEnv } from './session-env.js';
-import { JOB_FILES } from './store.js';
+import { JOB_FILES, type Appender, type JobStore } from './store.js';
 import { createTranscript, formatDoneLine, formatStartLine, formatStderr } from './transcript.js';
 import { fingerprintTree } from './tree-fingerprint.js';
 import { finishWorktree } from './worktree.js';
+
+/** The part of the shim a job needs (src/shim/server.ts). */
+export interface JobShim {
+  addRoute(config: RouteConfig): {
+    baseUrl: string;
+    stats(): RouteStats;
+    close(): Promise<void> | void;
+  };
+}
+
+/** What one job is run with, settled before the session starts (runner.ts). */
+export interface JobSettings {
+  prompt: string;
+  permissionMode: PermissionMode;
+  allowedTools: string[];
+  disallowedTools: string[];
+  settingSources: SettingSource[];
+  maxTurns: number;
+  timeoutS: number;
+  systemPromptAppend: string;
+  resumeSessionId?: string | undefined;
+  dumpRequests: boolean;
+  keepaliveS: number;
+  /** The user's MCP servers in the delegate: all but localagents itself, or none. */
+  delegateMcp: DelegateMcp;
+}
+
+/** What executeJob needs of the process around it. */
+export interface ExecuteDeps {
+  store: JobStore;
+  shim: () => Promise<JobShim>;
+  baseEnv: Record<string, string | undefined>;
+  diagnostics: Diagnostics;
+  claudePath?: string | undefined;
+  /** The streamable-HTTP URLs this process serves MCP on, so delegates never connect back to it. */
+  mcpUrls?: () => readonly string[];
+}
 
 const SAVE_DELAY_MS = 250;
 
@@ -48,6 +88,28 @@ async function delegateMcpFor(
   });
 }
 
+/** One job while executeJob runs it: its files, its transcript, and what start() set up for finish(). */
+interface JobRun {
+  deps: ExecuteDeps;
+  job: ActiveJob;
+  ready: ReadyEndpoint;
+  settings: JobSettings;
+  transcript: ReturnType<typeof createTranscript>;
+  transcriptFile: Appender;
+  eventsFile: Appender;
+  startedAt: Date;
+  route: { baseUrl: string; stats(): RouteStats; close(): Promise<void> | void } | undefined;
+  metricsBefore: Promise<MetricsSnapshot | undefined>;
+  /** Taken while claude starts; compared at the end so edits made through Bash count as edits too. */
+  treeBefore: Promise<string | undefined>;
+  /** Once our child has exited and been reaped its pid can belong to another process: never signal it then. */
+  claudeExited: boolean;
+  /** What ended the session, if it did not end by itself. */
+  thrown: unknown;
+  update(patch: Partial<JobRecord>, persist: 'now' | 'soon'): Promise<void>;
+  writeLines(lines: string[]): void;
+}
+
 /** Runs one job to its end. Never throws: whatever happens ends up in the record, and teardown always runs. */
 export async function executeJob(
   deps: ExecuteDeps,
@@ -55,219 +117,286 @@ export async function executeJob(
   ready: ReadyEndpoint,
   settings: JobSettings,
 ): Promise<void> {
-  const { store } = deps;
+  const run = openRun(deps, job, ready, settings);
   const id = job.record.id;
-  const transcriptFile = store.open(id, JOB_FILES.transcript);
-  const eventsFile = store.open(id, JOB_FILES.events);
-  const transcript = createTranscript(job.record.run_cwd);
-  let saveTimer: NodeJS.Timeout | undefined;
-  const update = (patch: Partial<JobRecord>, persist: 'now' | 'soon'): Promise<void> => {
-    job.record = { ...job.record, ...patch };
-    for (const listener of job.listeners) listener(job.record);
-    if (persist === 'soon') {
-      saveTimer ??= setTimeout(() => {
-        saveTimer = undefined;
-        store
-          .save(job.record)
-          .catch((error: unknown) => deps.diagnostics.warn(`job ${id}: ${describeError(error)}`));
-      }, SAVE_DELAY_MS);
-      return Promise.resolve();
-    }
-    clearTimeout(saveTimer);
-    saveTimer = undefined;
-    return store.save(job.record);
-  };
-  const writeLines = (lines: string[]): void => {
-    for (const line of lines) transcriptFile.write(`${line}\n`);
-  };
-
-  const startedAt = new Date();
   const timeout = setTimeout(() => {
     job.termination ??= 'timeout';
     job.controller.abort();
   }, settings.timeoutS * 1000);
-  const cancelRequest = watchCancelRequest(store.jobDir(id), () => {
+  const cancelRequest = watchCancelRequest(deps.store.jobDir(id), () => {
     job.termination ??= 'cancelled';
     job.controller.abort();
   });
-  let route: { baseUrl: string; close(): Promise<void> | void } | undefined;
-  let metricsBefore: Promise<MetricsSnapshot | undefined> = Promise.resolve(undefined);
-  let thrown: unknown;
-  // Once our child has exited and been reaped its pid can belong to another process: never signal it then.
-  let claudeExited = false;
-  // Taken while claude starts; compared at the end so edits made through Bash count as edits too.
-  const treeBefore =
-    job.record.isolation === 'none'
-      ? fingerprintTree(job.record.run_cwd).catch(() => undefined)
-      : Promise.resolve(undefined);
   try {
-    const shim = await deps.shim();
-    route = shim.addRoute(
-      routeConfigFor(ready, {
-        logDir: store.jobDir(id),
-        dumpFullRequests: settings.dumpRequests,
-        keepaliveMs: settings.keepaliveS * 1000,
-      }),
-    );
-    // Taken while claude starts (≥ 0.5 s before its first request), so it costs the job no time.
-    metricsBefore = fetchMetrics(ready.endpoint.base_url, ready.apiKey);
-    // Not awaited: saves keep their order, and claude's start (≥ 0.5 s) need not wait for the disk.
-    update({ status: 'running', started_at: startedAt.toISOString() }, 'now').catch(
-      (error: unknown) => deps.diagnostics.warn(`job ${id}: ${describeError(error)}`),
-    );
-    writeLines([
-      formatStartLine({
-        jobId: id,
-        endpoint: ready.endpoint.name,
-        model: ready.servedId,
-        contextTokens: ready.contextTokens,
-        contextSource: ready.contextSource,
-        cwd: job.record.run_cwd,
-        resumedFrom: job.record.resumed_from,
-      }),
-      `task: ${settings.prompt}`,
-    ]);
-    const env = buildSessionEnv({
-      baseEnv: deps.baseEnv,
-      servedId: ready.servedId,
-      baseUrl: route.baseUrl,
-      contextTokens: ready.contextTokens,
-      timeoutS: settings.timeoutS,
-      endpointEnv: ready.endpoint.env,
-    });
-    // Loaded on the first job, not at start: the Agent SDK is a tenth of a second `serve` must not spend
-    // before it answers the MCP handshake.
-    const { runSession } = await import('./session.js');
-    const mcp = await delegateMcpFor(deps, job.record, settings);
-    const session = runSession({
-      prompt: settings.prompt,
-      cwd: job.record.run_cwd,
-      env,
-      model: ready.servedId,
-      systemPromptAppend: settings.systemPromptAppend,
-      permissionMode: settings.permissionMode,
-      allowedTools: settings.allowedTools,
-      disallowedTools: settings.disallowedTools,
-      settingSources: settings.settingSources,
-      mcp,
-      maxTurns: settings.maxTurns,
-      resume: settings.resumeSessionId,
-      claudePath: deps.claudePath,
-      signal: job.controller.signal,
-      onSpawn: (pid) => void update({ claude_pid: pid }, 'now'),
-      onExit: () => (claudeExited = true),
-      onStderr: (text) => writeLines(formatStderr(text)),
-    });
-    for await (const message of session) {
-      eventsFile.write(
-        `${JSON.stringify({ ts: new Date().toISOString(), kind: kindOf(message), message })}\n`,
-      );
-      const lines = transcript.add(message);
-      writeLines(lines);
-      const stats = transcript.stats();
-      if (lines.length === 0 && stats.sessionId === job.record.session_id) continue;
-      await update(
-        {
-          session_id: stats.sessionId ?? job.record.session_id,
-          turns: stats.turns,
-          tool_calls: stats.toolCalls,
-          files_touched: stats.filesTouched,
-          last_tool: stats.lastTool ?? job.record.last_tool,
-          last_activity: stats.lastActivity
-            ? { at: new Date().toISOString(), text: stats.lastActivity }
-            : job.record.last_activity,
-        },
-        'soon',
-      );
-    }
+    await pump(run, await start(run));
   } catch (error) {
-    thrown = error;
+    run.thrown = error;
   } finally {
     clearTimeout(timeout);
     cancelRequest.close();
   }
+  await finish(run);
+}
 
-  // Teardown: each step guarded so one failure cannot skip the rest.
-  const guard = async (what: string, step: () => Promise<void>): Promise<void> => {
+function openRun(
+  deps: ExecuteDeps,
+  job: ActiveJob,
+  ready: ReadyEndpoint,
+  settings: JobSettings,
+): JobRun {
+  const { store } = deps;
+  const id = job.record.id;
+  const transcriptFile = store.open(id, JOB_FILES.transcript);
+  let saveTimer: NodeJS.Timeout | undefined;
+  return {
+    deps,
+    job,
+    ready,
+    settings,
+    transcript: createTranscript(job.record.run_cwd),
+    transcriptFile,
+    eventsFile: store.open(id, JOB_FILES.events),
+    startedAt: new Date(),
+    route: undefined,
+    metricsBefore: Promise.resolve(undefined),
+    treeBefore:
+      job.record.isolation === 'none'
+        ? fingerprintTree(job.record.run_cwd).catch(() => undefined)
+        : Promise.resolve(undefined),
+    claudeExited: false,
+    thrown: undefined,
+    update(patch, persist) {
+      job.record = { ...job.record, ...patch };
+      for (const listener of job.listeners) listener(job.record);
+      if (persist === 'soon') {
+        saveTimer ??= setTimeout(() => {
+          saveTimer = undefined;
+          store
+            .save(job.record)
+            .catch((error: unknown) => deps.diagnostics.warn(`job ${id}: ${describeError(error)}`));
+        }, SAVE_DELAY_MS);
+        return Promise.resolve();
+      }
+      clearTimeout(saveTimer);
+      saveTimer = undefined;
+      return store.save(job.record);
+    },
+    writeLines(lines) {
+      for (const line of lines) transcriptFile.write(`${line}\n`);
+    },
+  };
+}
+
+/** The shim route, the first /metrics, the running status, and the session itself. */
+async function start(run: JobRun): Promise<AsyncGenerator<unknown, void, undefined>> {
+  const { deps, job, ready, settings } = run;
+  const id = job.record.id;
+  const shim = await deps.shim();
+  const route = shim.addRoute(
+    routeConfigFor(ready, {
+      logDir: deps.store.jobDir(id),
+      dumpFullRequests: settings.dumpRequests,
+      keepaliveMs: settings.keepaliveS * 1000,
+    }),
+  );
+  run.route = route;
+  // Taken while claude starts (≥ 0.5 s before its first request), so it costs the job no time.
+  run.metricsBefore = fetchMetrics(ready.endpoint.base_url, ready.apiKey);
+  // Not awaited: saves keep their order, and claude's start (≥ 0.5 s) need not wait for the disk.
+  run
+    .update({ status: 'running', started_at: run.startedAt.toISOString() }, 'now')
+    .catch((error: unknown) => deps.diagnostics.warn(`job ${id}: ${describeError(error)}`));
+  run.writeLines([
+    formatStartLine({
+      jobId: id,
+      endpoint: ready.endpoint.name,
+      model: ready.servedId,
+      contextTokens: ready.contextTokens,
+      contextSource: ready.contextSource,
+      cwd: job.record.run_cwd,
+      resumedFrom: job.record.resumed_from,
+    }),
+    `task: ${settings.prompt}`,
+  ]);
+  const env = buildSessionEnv({
+    baseEnv: deps.baseEnv,
+    servedId: ready.servedId,
+    baseUrl: route.baseUrl,
+    contextTokens: ready.contextTokens,
+    timeoutS: settings.timeoutS,
+    endpointEnv: ready.endpoint.env,
+  });
+  // Loaded on the first job, not at start: the Agent SDK is a tenth of a second `serve` must not spend
+  // before it answers the MCP handshake.
+  const { runSession } = await import('./session.js');
+  const mcp = await delegateMcpFor(deps, job.record, settings);
+  return runSession({
+    prompt: settings.prompt,
+    cwd: job.record.run_cwd,
+    env,
+    model: ready.servedId,
+    systemPromptAppend: settings.systemPromptAppend,
+    permissionMode: settings.permissionMode,
+    allowedTools: settings.allowedTools,
+    disallowedTools: settings.disallowedTools,
+    settingSources: settings.settingSources,
+    mcp,
+    maxTurns: settings.maxTurns,
+    resume: settings.resumeSessionId,
+    claudePath: deps.claudePath,
+    signal: job.controller.signal,
+    onSpawn: (pid) => void run.update({ claude_pid: pid }, 'now'),
+    onExit: () => (run.claudeExited = true),
+    onStderr: (text) => run.writeLines(formatStderr(text)),
+  });
+}
+
+/** Every SDK message: to events.jsonl, to the transcript, and what changed to the record. */
+async function pump(run: JobRun, session: AsyncGenerator<unknown, void, undefined>): Promise<void> {
+  const { job, transcript } = run;
+  for await (const message of session) {
+    run.eventsFile.write(
+      `${JSON.stringify({ ts: new Date().toISOString(), kind: kindOf(message), message })}\n`,
+    );
+    const lines = transcript.add(message);
+    run.writeLines(lines);
+    const stats = transcript.stats();
+    if (lines.length === 0 && stats.sessionId === job.record.session_id) continue;
+    await run.update(
+      {
+        session_id: stats.sessionId ?? job.record.session_id,
+        turns: stats.turns,
+        tool_calls: stats.toolCalls,
+        files_touched: stats.filesTouched,
+        last_tool: stats.lastTool ?? job.record.last_tool,
+        last_activity: stats.lastActivity
+          ? { at: new Date().toISOString(), text: stats.lastActivity }
+          : job.record.last_activity,
+      },
+      'soon',
+    );
+  }
+}
+
+/**
+ * The teardown, in order. Each step is guarded: one that fails adds a warning to the record and the rest
+ * still run, so the record is always written and nothing is left running.
+ */
+const TEARDOWN: readonly { what: string; step: (run: JobRun) => Promise<void> | void }[] = [
+  { what: 'checking for a cancel from another process', step: noticeCancelMarker },
+  { what: 'stopping claude', step: stopClaude },
+  { what: 'closing the shim route', step: async (run) => void (await run.route?.close()) },
+  { what: 'recording the outcome', step: recordOutcome },
+  { what: 'computing backend figures', step: recordBackendFigures },
+  { what: 'finishing the worktree', step: recordWorktree },
+  { what: 'checking the tree for changes', step: recordTreeChange },
+  { what: 'flagging a possible no-op', step: flagNoOp },
+  { what: 'writing the done line', step: writeDoneLine },
+  {
+    what: 'closing the job logs',
+    step: async (run) =>
+      void (await Promise.all([run.transcriptFile.close(), run.eventsFile.close()])),
+  },
+  { what: 'writing job.json', step: (run) => run.update({}, 'now') },
+];
+
+async function finish(run: JobRun): Promise<void> {
+  const { job } = run;
+  for (const { what, step } of TEARDOWN) {
     try {
-      await step();
+      await step(run);
     } catch (error) {
-      deps.diagnostics.warn(`job ${id}: ${what} failed: ${describeError(error)}`);
+      run.deps.diagnostics.warn(`job ${job.record.id}: ${what} failed: ${describeError(error)}`);
       job.record = {
         ...job.record,
         warnings: [...job.record.warnings, `${what} failed: ${describeError(error)}`],
       };
     }
-  };
-  // `localagents cancel` from another process leaves a marker and stops claude: a cancel, not a failure.
-  // The watch above normally sees it first; this covers a claude stopped before its event arrived.
-  // A session that reached its result finished on its own and keeps its outcome.
+  }
+}
+
+/**
+ * `localagents cancel` from another process leaves a marker and stops claude: a cancel, not a failure. The
+ * watch normally sees it first; this covers a claude stopped before its event arrived. A session that
+ * reached its result finished on its own and keeps its outcome.
+ */
+async function noticeCancelMarker(run: JobRun): Promise<void> {
+  const { job } = run;
+  if (job.termination || run.transcript.stats().result) return;
+  const marker = join(run.deps.store.jobDir(job.record.id), JOB_FILES.cancelRequest);
   if (
-    !job.termination &&
-    !transcript.stats().result &&
-    (await access(join(store.jobDir(id), JOB_FILES.cancelRequest)).then(
+    await access(marker).then(
       () => true,
       () => false,
-    ))
-  ) {
+    )
+  )
     job.termination = 'cancelled';
-  }
-  const pid = job.record.claude_pid;
-  if (pid !== null && !claudeExited && isProcessAlive(pid))
-    await guard('stopping claude', () => terminateProcess(pid, 3000));
-  await guard('closing the shim route', async () => {
-    await route?.close();
-  });
+}
+
+async function stopClaude(run: JobRun): Promise<void> {
+  const pid = run.job.record.claude_pid;
+  if (pid !== null && !run.claudeExited && isProcessAlive(pid)) await terminateProcess(pid, 3000);
+}
+
+function recordOutcome(run: JobRun): void {
+  const { job, transcript, thrown } = run;
   const stats = transcript.stats();
   const outcome = decideOutcome(job.termination, stats.result, thrown);
   if (thrown !== undefined && !job.termination && !stats.result)
-    writeLines([`! ${describeError(thrown)}`]);
-  const patch = finishedFields(stats, outcome, startedAt, new Date(), job.record);
-  job.record = { ...job.record, ...patch };
-  await guard('computing backend figures', async () => {
-    const before = await metricsBefore;
-    const metricsAfter = before
-      ? await fetchMetrics(ready.endpoint.base_url, ready.apiKey)
-      : undefined;
-    const requestLog = await readFile(join(store.jobDir(id), JOB_FILES.requests), 'utf8').catch(
-      () => '',
-    );
-    job.record = {
-      ...job.record,
-      backend: computeBackendFigures({
-        requestLog,
-        before,
-        after: metricsAfter,
-        overlapped: job.overlapped,
-      }),
-    };
-  });
+    run.writeLines([`! ${describeError(thrown)}`]);
+  job.record = {
+    ...job.record,
+    ...finishedFields(stats, outcome, run.startedAt, new Date(), job.record),
+  };
+}
+
+async function recordBackendFigures(run: JobRun): Promise<void> {
+  const { job, ready } = run;
+  const route = run.route;
+  if (!route) return;
+  const before = await run.metricsBefore;
+  const after = before ? await fetchMetrics(ready.endpoint.base_url, ready.apiKey) : undefined;
+  job.record = {
+    ...job.record,
+    backend: computeBackendFigures({
+      stats: route.stats(),
+      before,
+      after,
+      overlapped: job.overlapped,
+    }),
+  };
+}
+
+async function recordWorktree(run: JobRun): Promise<void> {
+  const { job } = run;
   const worktree = job.record.worktree;
-  if (worktree)
-    await guard('finishing the worktree', async () => {
-      job.record = { ...job.record, worktree: await finishWorktree(worktree, id) };
-    });
-  await guard('checking the tree for changes', async () => {
-    const before = await treeBefore;
-    if (before === undefined) return;
-    const after = await fingerprintTree(job.record.run_cwd);
-    job.record = { ...job.record, changed_on_disk: after !== before };
-  });
-  job.record = { ...job.record, possible_no_op: isPossibleNoOp(job.record) };
-  writeLines([
+  if (!worktree) return;
+  job.record = { ...job.record, worktree: await finishWorktree(worktree, job.record.id) };
+}
+
+async function recordTreeChange(run: JobRun): Promise<void> {
+  const before = await run.treeBefore;
+  if (before === undefined) return;
+  const after = await fingerprintTree(run.job.record.run_cwd);
+  run.job.record = { ...run.job.record, changed_on_disk: after !== before };
+}
+
+function flagNoOp(run: JobRun): void {
+  run.job.record = { ...run.job.record, possible_no_op: isPossibleNoOp(run.job.record) };
+}
+
+function writeDoneLine(run: JobRun): void {
+  const record = run.job.record;
+  run.writeLines([
     formatDoneLine({
-      status: job.record.status,
-      turns: job.record.turns,
-      toolCalls: job.record.tool_calls,
-      durationMs: job.record.duration_ms ?? 0,
-      metrics: job.record.backend ? describeFigures(job.record.backend) : undefined,
+      status: record.status,
+      turns: record.turns,
+      toolCalls: record.tool_calls,
+      durationMs: record.duration_ms ?? 0,
+      metrics: record.backend ? describeFigures(record.backend) : undefined,
     }),
   ]);
-  if (job.record.error) writeLines([`error: ${job.record.error.message}`]);
-  await guard('closing the job logs', async () => {
-    await Promise.all([transcriptFile.close(), eventsFile.close()]);
-  });
-  await guard('writing job.json', () => update({}, 'now'));
+  if (record.error) run.writeLines([`error: ${record.error.message}`]);
 }
 
 function kindOf(message: unknown): string {

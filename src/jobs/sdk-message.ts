@@ -3,6 +3,8 @@ import { z } from 'zod';
 /**
  * The parts of Agent SDK messages (contract §4) that jobs read, parsed loosely: the SDK adds fields in
  * every release, and an unknown message kind must pass through to events.jsonl without breaking a job.
+ * Messages and content blocks come out as discriminated unions whose catch-all is `{type: 'other'}`, so a
+ * reader narrows by `type` alone.
  */
 const textBlock = z.looseObject({ type: z.literal('text'), text: z.string() });
 const thinkingBlock = z.looseObject({ type: z.literal('thinking'), thinking: z.string() });
@@ -18,7 +20,10 @@ const toolResultBlock = z.looseObject({
   content: z.unknown().optional(),
   is_error: z.boolean().optional(),
 });
-const otherBlock = z.looseObject({ type: z.string() });
+/** A block of a kind jobs do not read (images, redacted thinking, server tools…), or a malformed one. */
+const otherBlock = z
+  .looseObject({ type: z.string() })
+  .transform((block) => ({ type: 'other' as const, kind: block.type }));
 
 const assistantBlock = z.union([textBlock, thinkingBlock, toolUseBlock, otherBlock]);
 const userBlock = z.union([toolResultBlock, textBlock, otherBlock]);
@@ -30,7 +35,7 @@ const usage = z.looseObject({
   cache_creation_input_tokens: z.number().nullable().optional(),
 });
 
-export const sdkMessageSchema = z.discriminatedUnion('type', [
+const knownMessageSchema = z.discriminatedUnion('type', [
   z.looseObject({
     type: z.literal('assistant'),
     session_id: z.string().optional(),
@@ -73,11 +78,12 @@ export const sdkMessageSchema = z.discriminatedUnion('type', [
     compact_result: z.string().optional(),
   }),
 ]);
-export type SdkMessage = z.infer<typeof sdkMessageSchema>;
+export type SdkMessage = z.infer<typeof knownMessageSchema> | { type: 'other' };
 export type SdkResult = Extract<SdkMessage, { type: 'result' }>;
+export type SdkSystemMessage = Extract<SdkMessage, { type: 'system' }>;
 
-/** undefined for message kinds jobs do not read (stream events, hooks, …); they still go to events.jsonl. */
-export function parseSdkMessage(message: unknown): SdkMessage | undefined {
-  const parsed = sdkMessageSchema.safeParse(message);
-  return parsed.success ? parsed.data : undefined;
+/** `{type: 'other'}` for message kinds jobs do not read (stream events, hooks, …): they still go to events.jsonl. */
+export function parseSdkMessage(message: unknown): SdkMessage {
+  const parsed = knownMessageSchema.safeParse(message);
+  return parsed.success ? parsed.data : { type: 'other' };
 }

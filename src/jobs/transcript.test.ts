@@ -47,6 +47,30 @@ describe('createTranscript', () => {
     expect(transcript.stats().lastText).toBeUndefined();
   });
 
+  it('passes over message kinds and blocks it does not read, and malformed ones, without failing', () => {
+    const transcript = createTranscript('/WORKDIR');
+    const lines = [
+      { type: 'stream_event', event: { type: 'content_block_delta' } },
+      { type: 'assistant', message: { id: 'm1', content: [{ type: 'image', source: {} }] } },
+      // A text block without its text is "other", not a crash.
+      { type: 'assistant', message: { id: 'm2', content: [{ type: 'text' }] } },
+      {
+        type: 'assistant',
+        message: {
+          id: 'm3',
+          content: [
+            { type: 'redacted_thinking', data: 'x' },
+            { type: 'tool_use', id: 't1', name: 'Write', input: { file_path: '/WORKDIR/a.txt' } },
+          ],
+        },
+      },
+      { type: 'user', message: { content: [{ type: 'tool_result', tool_use_id: 't1' }] } },
+      'not even an object',
+    ].flatMap((message) => transcript.add(message));
+    expect(lines).toEqual(['tool Write(/WORKDIR/a.txt)', 'result: (empty)']);
+    expect(transcript.stats()).toMatchObject({ turns: 3, toolCalls: 1, filesTouched: ['a.txt'] });
+  });
+
   it('marks subagent output and keeps subagent turns out of the turn count', async () => {
     const transcript = createTranscript('/WORKDIR');
     const lines = (await loadMessages('sdk-messages-async-subagent.json')).flatMap((m) =>

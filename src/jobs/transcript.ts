@@ -1,6 +1,6 @@
 import { isAbsolute, relative } from 'node:path';
 import { z } from 'zod';
-import { parseSdkMessage, type SdkResult } from './sdk-message.js';
+import { parseSdkMessage, type SdkResult, type SdkSystemMessage } from './sdk-message.js';
 
 /** Tools whose input names a file the job changed (design: files touched). */
 const EDITING_TOOLS = new Set(['Edit', 'Write', 'MultiEdit', 'NotebookEdit']);
@@ -112,7 +112,7 @@ export function createTranscript(cwd: string): Transcript {
 
   const add = (raw: unknown): string[] => {
     const message = parseSdkMessage(raw);
-    if (!message) return [];
+    if (message.type === 'other') return [];
     if ('session_id' in message && typeof message.session_id === 'string')
       stats.sessionId ??= message.session_id;
     const sub =
@@ -130,34 +130,25 @@ export function createTranscript(cwd: string): Transcript {
         }
         const lines: string[] = [];
         for (const block of message.message.content) {
-          if (block.type === 'text' && 'text' in block && typeof block.text === 'string') {
+          if (block.type === 'text') {
             if (message.error)
               lines.push(`${sub}! api error (${message.error}): ${block.text.trim()}`);
             else lines.push(`${sub}assistant: ${block.text.trim()}`);
             if (!message.error) stats.lastText = block.text.trim();
             stats.lastActivity = `says: ${oneLine(block.text)}`;
-          } else if (
-            block.type === 'thinking' &&
-            'thinking' in block &&
-            typeof block.thinking === 'string'
-          ) {
+          } else if (block.type === 'thinking') {
             lines.push(`${sub}thinking: ${excerpt(block.thinking, THINKING_EXCERPT)}`);
             stats.lastActivity = 'thinking';
-          } else if (
-            block.type === 'tool_use' &&
-            'name' in block &&
-            typeof block.name === 'string'
-          ) {
-            const input: unknown = 'input' in block ? block.input : undefined;
+          } else if (block.type === 'tool_use') {
             stats.toolCalls += 1;
-            const file = touchedFile(block.name, input);
+            const file = touchedFile(block.name, block.input);
             if (file !== undefined) {
               const path = relativePath(file);
               if (!files.has(path)) files.set(path, 'pending');
-              if ('id' in block && typeof block.id === 'string') pendingEdits.set(block.id, path);
+              pendingEdits.set(block.id, path);
               publishFiles();
             }
-            const call = describeToolCall(block.name, input);
+            const call = describeToolCall(block.name, block.input);
             lines.push(`${sub}tool ${call}`);
             stats.lastActivity = `tool ${call}`;
             stats.lastTool = call;
@@ -169,18 +160,16 @@ export function createTranscript(cwd: string): Transcript {
         if (typeof message.message.content === 'string') return [];
         const lines: string[] = [];
         for (const block of message.message.content) {
-          if (block.type !== 'tool_result' || !('tool_use_id' in block)) continue;
-          const content: unknown = 'content' in block ? block.content : undefined;
-          const failed = 'is_error' in block && block.is_error === true;
-          const edited =
-            typeof block.tool_use_id === 'string' ? pendingEdits.get(block.tool_use_id) : undefined;
+          if (block.type !== 'tool_result') continue;
+          const failed = block.is_error === true;
+          const edited = pendingEdits.get(block.tool_use_id);
           if (edited !== undefined) {
-            pendingEdits.delete(String(block.tool_use_id));
+            pendingEdits.delete(block.tool_use_id);
             if (!failed) files.set(edited, 'done');
             else if (files.get(edited) === 'pending') files.delete(edited);
             publishFiles();
           }
-          const text = excerpt(toolResultText(content), TOOL_RESULT_EXCERPT);
+          const text = excerpt(toolResultText(block.content), TOOL_RESULT_EXCERPT);
           lines.push(
             `${sub}${failed ? 'tool error' : 'result'}:${text ? `\n${indent(text)}` : ' (empty)'}`,
           );
@@ -201,9 +190,7 @@ export function createTranscript(cwd: string): Transcript {
   return { add, stats: () => ({ ...stats, filesTouched: [...stats.filesTouched] }) };
 }
 
-function describeSystem(
-  message: Extract<ReturnType<typeof parseSdkMessage>, { type: 'system' }>,
-): string[] {
+function describeSystem(message: SdkSystemMessage): string[] {
   switch (message.subtype) {
     case 'init':
       return [

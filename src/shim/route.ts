@@ -33,17 +33,27 @@ export interface RouteConfig {
   keepaliveMs?: number;
 }
 
+/**
+ * What went through a route, counted as each request ends (the same lines requests.jsonl gets): the job's
+ * figures are read from here, the file stays the record for people and tools.
+ */
 export interface RouteStats {
   requests: number;
+  /** Answered with a status of 400 or more (after translation). */
+  failedRequests: number;
   /** Prompt tokens the backend reported, cached ones included. */
   promptTokens: number;
   cachedTokens: number;
   outputTokens: number;
   /** Requests in which at least one system message was folded. */
   folds: number;
+  /** How often each rewrite was applied (requests.jsonl `rewrites`). */
+  rewrites: Record<string, number>;
   /** Non-compaction prompts that extended the previous prompt of their conversation, of those checked. */
   prefixStable: number;
   prefixChecked: number;
+  /** Checked prompts that changed an earlier part of their conversation (a KV-cache break). */
+  prefixBreaks: number;
   errorsTranslated: number;
 }
 
@@ -69,27 +79,38 @@ export const DEFAULT_KEEPALIVE_MS = 15_000;
 export function emptyStats(): RouteStats {
   return {
     requests: 0,
+    failedRequests: 0,
     promptTokens: 0,
     cachedTokens: 0,
     outputTokens: 0,
     folds: 0,
+    rewrites: {},
     prefixStable: 0,
     prefixChecked: 0,
+    prefixBreaks: 0,
     errorsTranslated: 0,
   };
 }
 
+/** A copy that the caller may keep: later requests do not change it. */
+export function copyStats(stats: RouteStats): RouteStats {
+  return { ...stats, rewrites: { ...stats.rewrites } };
+}
+
 export function countInStats(stats: RouteStats, line: RequestLogLine): void {
   stats.requests++;
+  if (line.status >= 400) stats.failedRequests++;
   if (line.usage) {
     stats.promptTokens += line.usage.input_tokens + line.usage.cache_read_input_tokens;
     stats.cachedTokens += line.usage.cache_read_input_tokens;
     stats.outputTokens += line.usage.output_tokens;
   }
   if (line.rewrites.includes('fold_system')) stats.folds++;
+  for (const rewrite of line.rewrites) stats.rewrites[rewrite] = (stats.rewrites[rewrite] ?? 0) + 1;
   if (line.prefix?.kind === 'extends' || line.prefix?.kind === 'changed') {
     stats.prefixChecked++;
     if (line.prefix.kind === 'extends') stats.prefixStable++;
+    else stats.prefixBreaks++;
   }
   if (line.error) stats.errorsTranslated++;
 }

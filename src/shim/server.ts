@@ -10,6 +10,7 @@ import { createPrefixTracker } from './prefix-stability.js';
 import { handleExchange } from './relay.js';
 import {
   DEFAULT_KEEPALIVE_MS,
+  copyStats,
   emptyStats,
   type RouteConfig,
   type RouteRuntime,
@@ -151,7 +152,7 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
     return {
       token,
       baseUrl: `${url}/j/${token}`,
-      stats: () => ({ ...runtime.stats }),
+      stats: () => copyStats(runtime.stats),
       close: () => {
         closed ??= (async () => {
           routes.delete(token);

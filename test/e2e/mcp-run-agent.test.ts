@@ -155,6 +155,18 @@ describe('run_agent over MCP', () => {
     expect(modelUsage.map((usage) => usage.contextWindow)).toContain(record.context_tokens);
     const requests = (await readFile(join(dir, 'requests.jsonl'), 'utf8')).trim().split('\n');
     expect(requests.length).toBe(record.backend?.requests);
+    // The figures come from the shim's own counts; the file, written from the same lines, agrees.
+    const usages = requests.map(
+      (line) =>
+        (JSON.parse(line) as { usage: { output_tokens: number; cache_read_input_tokens: number } })
+          .usage,
+    );
+    expect(usages.reduce((sum, usage) => sum + usage.output_tokens, 0)).toBe(
+      record.backend?.generated_tokens,
+    );
+    expect(usages.reduce((sum, usage) => sum + usage.cache_read_input_tokens, 0)).toBe(
+      record.backend?.cached_tokens,
+    );
 
     const diff = await callTool(client, 'job_diff', { job_id: id });
     expect(diff.diff).toContain('+hello from the local model');
