@@ -125,7 +125,7 @@ async function routeForUrl(
       endpoint: { name: 'cli', base_url: baseUrl, backend: probe.backend, env: {} },
       servedId,
       servedIds: probe.models,
-      contextTokens: contextTokens ?? 0,
+      contextTokens,
       contextSource: contextTokens ? 'probe' : 'unknown',
       apiKey: apiKey || undefined,
       apiKeyEnv: apiKeyEnv || undefined,
@@ -141,7 +141,7 @@ export function proxyEnvironment(baseUrl: string, route: RouteConfig): Array<[st
   return claudeCodeSettings({
     servedId: route.servedId,
     baseUrl,
-    contextTokens: route.contextTokens ?? 0,
+    contextTokens: route.contextTokens,
   });
 }
 

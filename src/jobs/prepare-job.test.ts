@@ -53,6 +53,8 @@ describe('newRecordFor', () => {
   });
 
   it('records an unknown window as null rather than 0', () => {
-    expect(record({ contextTokens: 0, contextSource: 'unknown' }).context_tokens).toBeNull();
+    expect(
+      record({ contextTokens: undefined, contextSource: 'unknown' }).context_tokens,
+    ).toBeNull();
   });
 });

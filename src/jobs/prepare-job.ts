@@ -80,7 +80,7 @@ export function newRecordFor(input: NewRecordInput): JobRecord {
   const warnings = [...(ready.warnings ?? [])];
   if (looksLikeClaudeModel(ready.servedId)) {
     warnings.push(
-      `served id "${ready.servedId}" looks like a Claude model name: Claude Code ignores CLAUDE_CODE_MAX_CONTEXT_TOKENS for such names, so it assumes a larger window than ${ready.contextTokens} tokens and may overflow; serve the model under another name (llama-server --alias, vLLM --served-model-name)`,
+      `served id "${ready.servedId}" looks like a Claude model name: Claude Code ignores CLAUDE_CODE_MAX_CONTEXT_TOKENS for such names, so it assumes a larger window than ${ready.contextTokens === undefined ? 'the server has' : `${ready.contextTokens} tokens`} and may overflow; serve the model under another name (llama-server --alias, vLLM --served-model-name)`,
     );
   }
   return {
@@ -88,7 +88,7 @@ export function newRecordFor(input: NewRecordInput): JobRecord {
     served_model: ready.servedId,
     endpoint: ready.endpoint.name,
     base_url: ready.endpoint.base_url,
-    context_tokens: ready.contextTokens > 0 ? ready.contextTokens : null,
+    context_tokens: ready.contextTokens ?? null,
     context_source: ready.contextSource,
     warnings,
   };

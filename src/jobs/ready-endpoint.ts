@@ -14,7 +14,8 @@ export interface ReadyEndpoint {
   /** Every id the backend serves: the shim leaves these names alone. */
   servedIds?: string[] | undefined;
   apiKeyEnv?: string | undefined;
-  contextTokens: number;
+  /** The per-request window; undefined when nothing (probe or menu) says it. */
+  contextTokens: number | undefined;
   contextSource: 'probe' | 'menu' | 'unknown';
   apiKey?: string | undefined;
 }
@@ -46,7 +47,7 @@ export function routeConfigFor(
     backend: ready.endpoint.backend,
     servedId: ready.servedId,
     ...(ready.servedIds === undefined ? {} : { servedIds: ready.servedIds }),
-    ...(ready.contextTokens > 0 ? { contextTokens: ready.contextTokens } : {}),
+    ...(ready.contextTokens === undefined ? {} : { contextTokens: ready.contextTokens }),
     ...(ready.apiKey === undefined ? {} : { apiKey: ready.apiKey }),
     ...(ready.apiKeyEnv === undefined ? {} : { apiKeyEnv: ready.apiKeyEnv }),
     endpointName: ready.endpoint.name,

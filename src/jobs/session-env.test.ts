@@ -123,7 +123,7 @@ describe('buildSessionEnv without endpoint env', () => {
       baseEnv: {},
       servedId: 'm',
       baseUrl: 'http://127.0.0.1:1/j/t',
-      contextTokens: 0,
+      contextTokens: undefined,
       timeoutS: 60,
     });
     expect(unknown.CLAUDE_CODE_MAX_CONTEXT_TOKENS).toBeUndefined();

@@ -17,7 +17,8 @@ export interface SessionEnvInput {
   servedId: string;
   /** The job's shim route (ShimRoute.baseUrl). */
   baseUrl: string;
-  contextTokens: number;
+  /** undefined: the registry could not learn the window; Claude Code's own default stays. */
+  contextTokens: number | undefined;
   timeoutS: number;
   /** The endpoint's `env` from models.yaml: applied last, so a user can override any value. */
   endpointEnv?: Record<string, string> | undefined;
@@ -57,7 +58,8 @@ export function outputBudgetTokens(contextTokens: number): number | undefined {
 export function claudeCodeSettings(input: {
   servedId: string;
   baseUrl: string;
-  contextTokens: number;
+  /** undefined: the registry could not learn the window; Claude Code's own default stays. */
+  contextTokens: number | undefined;
   /** A job: API_TIMEOUT_MS and the delegate marker. */
   job?: { timeoutS: number };
 }): Array<[string, string]> {
@@ -65,8 +67,7 @@ export function claudeCodeSettings(input: {
   // Claude Code refuses to start without a key; the shim holds the real one (if any) and never forwards this.
   settings.push(['ANTHROPIC_API_KEY', 'localagents-shim']);
   for (const name of MODEL_VARIABLES) settings.push([name, input.servedId]);
-  // 0 = the registry could not learn the window: leave Claude Code's own default rather than guess.
-  if (input.contextTokens > 0) {
+  if (input.contextTokens !== undefined) {
     settings.push(['CLAUDE_CODE_MAX_CONTEXT_TOKENS', String(input.contextTokens)]);
     // Claude Code asks for 32000 output tokens (128000 after a max_tokens stop); small windows need less.
     const budget = outputBudgetTokens(input.contextTokens);

@@ -213,7 +213,7 @@ export interface StartLineInput {
   jobId: string;
   endpoint: string;
   model: string;
-  contextTokens: number;
+  contextTokens: number | undefined;
   contextSource: string;
   cwd: string;
   resumedFrom?: string | null | undefined;
@@ -221,7 +221,7 @@ export interface StartLineInput {
 
 export function formatStartLine(input: StartLineInput): string {
   const resumed = input.resumedFrom ? `, resuming ${input.resumedFrom}` : '';
-  return `=== job ${input.jobId} start: endpoint ${input.endpoint}, model ${input.model}, window ${input.contextTokens} tokens (${input.contextSource}), cwd ${input.cwd}${resumed}`;
+  return `=== job ${input.jobId} start: endpoint ${input.endpoint}, model ${input.model}, window ${input.contextTokens === undefined ? 'unknown' : `${input.contextTokens} tokens`} (${input.contextSource}), cwd ${input.cwd}${resumed}`;
 }
 
 export function formatStderr(text: string): string[] {

@@ -23,8 +23,8 @@ export type Resolution =
       endpoint: EndpointConfig;
       probe: EndpointProbe;
       servedId: string;
-      /** 0 only when contextSource is 'unknown'. */
-      contextTokens: number;
+      /** The per-request window; undefined exactly when contextSource is 'unknown'. */
+      contextTokens: number | undefined;
       contextSource: 'probe' | 'menu' | 'unknown';
       /** Non-enumerable (like EndpointProbe.apiKey): read it, but JSON.stringify and spreads never carry it. */
       apiKey?: string;
@@ -114,7 +114,7 @@ function ready(config: RegistryConfig, hit: Hit, menuEntry: ModelEntry | undefin
   if (!endpoint) throw new Error(`probe ${hit.probe.name} has no endpoint in the config`);
   const probed = hit.probe.context[hit.servedId];
   const warnings: string[] = [];
-  const contextTokens = menuEntry?.context ?? probed ?? 0;
+  const contextTokens = menuEntry?.context ?? probed;
   const contextSource =
     menuEntry?.context !== undefined ? 'menu' : probed !== undefined ? 'probe' : 'unknown';
   if (contextSource === 'unknown') {
@@ -127,7 +127,7 @@ function ready(config: RegistryConfig, hit: Hit, menuEntry: ModelEntry | undefin
       `models.yaml sets context ${menuEntry.context} for ${menuEntry.name}, but ${endpoint.name} reports ${probed} per request: prompts past ${probed} tokens will be rejected`,
     );
   }
-  if (contextTokens > 0 && contextTokens < COMFORTABLE_CONTEXT_TOKENS) {
+  if (contextTokens !== undefined && contextTokens < COMFORTABLE_CONTEXT_TOKENS) {
     warnings.push(
       `${hit.servedId} has a ${contextTokens}-token window; Claude Code's fixed prompt and compaction need about 128k to work without thrashing, so expect early compaction or "prompt is too long"`,
     );
