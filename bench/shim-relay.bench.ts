@@ -305,7 +305,10 @@ function report(name: string): string[] {
     `    first event  p50 ${ms(d50)} direct, ${ms(s50)} shim (added ${signed(s50 - d50, ms)}${floor}); ` +
       `p99 ${ms(d99)} direct, ${ms(s99)} shim (added ${signed(s99 - d99, ms)})`,
     `    per event    ${us(dEvent)} direct, ${us(sEvent)} shim (${ratio(sEvent / dEvent)}, added ${signed(sEvent - dEvent, us)})`,
-    `    throughput   ${dRate.toFixed(0)} events/s direct, ${sRate.toFixed(0)} events/s shim (${ratio(sRate / dRate)})`,
+    `    throughput   ${dRate.toFixed(0)} events/s direct, ${sRate.toFixed(0)} events/s shim (${ratio(sRate / dRate)})` +
+      (piped.length > 0
+        ? `; pipe ${eventsPerS(piped).toFixed(0)} events/s: shim ${(sRate / eventsPerS(piped)).toFixed(2)}× the pipe (target ≥ 0.9×: ${sRate / eventsPerS(piped) >= 0.9 ? 'met' : 'NOT met'})`
+        : ''),
     `    shim CPU     ${signed(cpuAdded, ms)} per request`,
   ];
 }

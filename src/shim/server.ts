@@ -44,6 +44,9 @@ export interface ShimOptions {
   onBackendError?: (route: RouteConfig, error: BackendError) => void;
 }
 
+/** Long enough for a client's next request to arrive first over loopback. */
+const BOOKKEEPING_DELAY_MS = 2;
+
 const ROUTE_PATH = /^\/j\/([A-Za-z0-9_-]+)(\/.*)?$/;
 
 function notFound(res: ServerResponse, message: string): void {
@@ -92,9 +95,10 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
           res.end(body);
         } else res.destroy();
       })
-      // The log line's bookkeeping (a full parse of a fast-path body, the prompt fingerprint) waits for the next
-      // turn of the event loop: I/O already due, other streams' bytes included, goes out first.
-      .finally(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      // The log line's bookkeeping (a full parse of a fast-path body, the prompt fingerprint) waits for a timer
+      // turn of the event loop: the client's next request, and every stream's bytes, go through first; the
+      // bookkeeping then runs while the backend works on that request. Same delay for all, so lines keep order.
+      .finally(() => new Promise<void>((resolve) => setTimeout(resolve, BOOKKEEPING_DELAY_MS)))
       .finally(() => {
         route.inflight.delete(done);
         try {

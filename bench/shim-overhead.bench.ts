@@ -1,0 +1,181 @@
+/**
+ * What the shim adds to one request, against the floor of any extra HTTP hop: a bare `req.pipe()` relay
+ * built here. Three bodies, each answered with a short stream (max_tokens 16) so the request itself is
+ * what is timed: a small request and Claude Code's first turn already folded (~32 KB), neither needing a
+ * rewrite, and the first turn as Claude Code sends it (a system message to fold). Direct, pipe and shim
+ * are sent in rotation, round after round, so drift on a loaded machine hits all three alike.
+ * Targets, as ratios of the time each relay adds to the direct request (p50): a body that needs no rewrite
+ * ≤ 1.3× what the pipe adds, one that needs a fold ≤ 2×. The emulator runs in its own process
+ * (`localagents emulate`: run `npm run build` first).
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { Agent, createServer, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, bench, describe } from 'vitest';
+import { normalizeRequest, type AnthropicRequest } from '../src/shim/normalize.js';
+import { createShim } from '../src/shim/server.js';
+
+const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const ROUNDS = 60;
+const dir = await mkdtemp(join(tmpdir(), 'localagents-bench-overhead-'));
+
+const child = spawn(process.execPath, [
+  MAIN,
+  'emulate',
+  '--port',
+  '0',
+  '--no-strict-template',
+  '--n-ctx',
+  '262144',
+  '--n-ctx-train',
+  '262144',
+]);
+const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
+const direct = line.trim();
+
+/** The floor: a relay that inspects and rewrites nothing. */
+const upstreamAgent = new Agent({ keepAlive: true });
+const target = new URL(direct);
+const pipeServer = createServer((req, res) => {
+  const outgoing = request(
+    {
+      host: target.hostname,
+      port: target.port,
+      path: req.url,
+      method: req.method,
+      headers: req.headers,
+      agent: upstreamAgent,
+    },
+    (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    },
+  );
+  req.pipe(outgoing);
+});
+await new Promise<void>((resolve) => pipeServer.listen(0, '127.0.0.1', resolve));
+const pipeAddress = pipeServer.address();
+if (pipeAddress === null || typeof pipeAddress === 'string') throw new Error('no port');
+const pipe = `http://127.0.0.1:${pipeAddress.port}`;
+
+const shim = await createShim();
+const route = shim.addRoute({
+  backendUrl: direct,
+  backend: 'llama.cpp',
+  servedId: 'qwen-test',
+  keepaliveMs: 60_000,
+  // requests.jsonl is written as for a real job: its cost belongs in the figures.
+  logDir: await mkdtemp(join(dir, 'route-')),
+});
+const viaShim = route.baseUrl;
+
+const fixture = JSON.parse(
+  readFileSync(
+    new URL('../test/fixtures/claude-code/first-turn-request.json', import.meta.url),
+    'utf8',
+  ),
+) as { body: AnthropicRequest };
+const asSent = Buffer.from(JSON.stringify({ ...fixture.body, model: 'qwen-test', max_tokens: 16 }));
+const folded = normalizeRequest(asSent, { backend: 'llama.cpp', servedId: 'qwen-test' });
+if (folded.kind !== 'rewritten') throw new Error('the first turn should need a fold');
+const small = Buffer.from(
+  JSON.stringify({
+    model: 'qwen-test',
+    max_tokens: 16,
+    stream: true,
+    messages: [{ role: 'user', content: 'hi' }],
+  }),
+);
+const CASES = [
+  { name: 'small request, no rewrite', body: small, target: 1.3 },
+  {
+    name: `Claude Code body already folded (${(folded.body.length / 1e3).toFixed(0)} KB), no rewrite`,
+    body: folded.body,
+    target: 1.3,
+  },
+  {
+    name: `Claude Code first turn (${(asSent.length / 1e3).toFixed(0)} KB), fold`,
+    body: asSent,
+    target: 2,
+  },
+] as const;
+for (const { name, body } of CASES.slice(0, 2)) {
+  if (normalizeRequest(body, { backend: 'llama.cpp', servedId: 'qwen-test' }).kind !== 'untouched')
+    throw new Error(`${name}: should take the fast path`);
+}
+
+const agent = new Agent({ keepAlive: true });
+
+/** One request; resolves with the milliseconds from sending to the end of the answer. */
+function send(base: string, body: Buffer): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const req = request(`${base}/v1/messages?beta=true`, {
+      method: 'POST',
+      agent,
+      headers: { 'content-type': 'application/json', 'content-length': body.length },
+    });
+    req.on('response', (res) => {
+      if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode} from ${base}`));
+      res.resume();
+      res.on('end', () => resolve(performance.now() - started));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const times = new Map<string, { direct: number[]; pipe: number[]; shim: number[] }>();
+const median = (values: number[]): number =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
+
+describe(`shim overhead against a bare pipe relay (${ROUNDS} interleaved rounds per body)`, () => {
+  for (const { name, body } of CASES) {
+    bench(
+      name,
+      async () => {
+        const entry = { direct: [] as number[], pipe: [] as number[], shim: [] as number[] };
+        for (let round = 0; round < 5; round += 1) {
+          await send(direct, body);
+          await send(pipe, body);
+          await send(viaShim, body);
+        }
+        for (let round = 0; round < ROUNDS; round += 1) {
+          entry.direct.push(await send(direct, body));
+          entry.pipe.push(await send(pipe, body));
+          entry.shim.push(await send(viaShim, body));
+        }
+        times.set(name, entry);
+      },
+      { iterations: 1, time: 0, warmupIterations: 0 },
+    );
+  }
+});
+
+afterAll(async () => {
+  const lines = ['', 'shim overhead vs a bare pipe relay (p50 of the time each adds to direct):'];
+  for (const { name, target: limit } of CASES) {
+    const entry = times.get(name);
+    if (!entry) continue;
+    const base = median(entry.direct);
+    const pipeAdds = median(entry.pipe) - base;
+    const shimAdds = median(entry.shim) - base;
+    const ratio = shimAdds / pipeAdds;
+    lines.push(
+      `  ${name}: direct ${base.toFixed(2)} ms; pipe adds ${pipeAdds.toFixed(2)} ms, shim adds ${shimAdds.toFixed(2)} ms = ${ratio.toFixed(2)}× the pipe (target ≤ ${limit}×: ${ratio <= limit ? 'met' : 'NOT met'})`,
+    );
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+  agent.destroy();
+  upstreamAgent.destroy();
+  pipeServer.close();
+  await shim.close();
+  child.kill();
+  await rm(dir, { recursive: true, force: true });
+});
