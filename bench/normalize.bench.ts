@@ -4,7 +4,6 @@
  * parse + re-serialise (what a relay that always rewrites would pay). The 1 MB case must take the fast path (the
  * body forwarded as the same bytes, never re-serialised): asserted before anything is timed.
  */
-import { readFileSync } from 'node:fs';
 import { bench, describe } from 'vitest';
 import { foldSystemMessages } from '../src/shim/fold-system.js';
 import {
@@ -12,44 +11,12 @@ import {
   type AnthropicRequest,
   type NormalizeRoute,
 } from '../src/shim/normalize.js';
+import { firstTurnBody, megabyteBody } from './support.js';
 
 const route: NormalizeRoute = { backend: 'llama.cpp', servedId: 'qwen-test' };
 
-function fixtureBody(name: string): Buffer {
-  const fixture = JSON.parse(
-    readFileSync(new URL(`../test/fixtures/claude-code/${name}`, import.meta.url), 'utf8'),
-  ) as { body: unknown };
-  return Buffer.from(JSON.stringify(fixture.body));
-}
-
-const firstTurn = fixtureBody('first-turn-request.json');
-
-/** The first turn as the shim forwards it, plus one tool round whose result is a ~1 MB file: nothing left to rewrite. */
-function megabyteBody(): Buffer {
-  const folded = normalizeRequest(firstTurn, route);
-  if (folded.kind !== 'rewritten') throw new Error('the first turn should need a rewrite');
-  const request = JSON.parse(folded.body.toString('utf8')) as AnthropicRequest;
-  const line = 'export const value = "the quick brown fox jumps over the lazy dog";\n';
-  request.messages.push(
-    {
-      role: 'assistant',
-      content: [{ type: 'tool_use', id: 't1', name: 'Read', input: { file_path: '/w/big.ts' } }],
-    },
-    {
-      role: 'user',
-      content: [
-        {
-          type: 'tool_result',
-          tool_use_id: 't1',
-          content: line.repeat(Math.ceil(1_000_000 / line.length)),
-        },
-      ],
-    },
-  );
-  return Buffer.from(JSON.stringify(request));
-}
-
-const megabyte = megabyteBody();
+const firstTurn = firstTurnBody();
+const megabyte = megabyteBody(firstTurn, route.servedId);
 
 // Equal outputs before timing: the fast path forwards the very bytes; the fold matches foldSystemMessages.
 const untouched = normalizeRequest(megabyte, route);

@@ -8,61 +8,28 @@
  * ≤ 1.3× what the pipe adds, one that needs a fold ≤ 2×. The emulator runs in its own process
  * (`localagents emulate`: run `npm run build` first).
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { Agent, createServer, request } from 'node:http';
+import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { afterAll, bench, describe } from 'vitest';
-import { normalizeRequest, type AnthropicRequest } from '../src/shim/normalize.js';
+import { normalizeRequest } from '../src/shim/normalize.js';
 import { createShim } from '../src/shim/server.js';
+import { emulatorProcess, firstTurnBody, pipeRelay } from './support.js';
 
-const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const ROUNDS = 60;
 const dir = await mkdtemp(join(tmpdir(), 'localagents-bench-overhead-'));
 
-const child = spawn(process.execPath, [
-  MAIN,
-  'emulate',
-  '--port',
-  '0',
+const emulated = await emulatorProcess([
   '--no-strict-template',
   '--n-ctx',
   '262144',
   '--n-ctx-train',
   '262144',
 ]);
-const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
-const direct = line.trim();
-
-/** The floor: a relay that inspects and rewrites nothing. */
-const upstreamAgent = new Agent({ keepAlive: true });
-const target = new URL(direct);
-const pipeServer = createServer((req, res) => {
-  const outgoing = request(
-    {
-      host: target.hostname,
-      port: target.port,
-      path: req.url,
-      method: req.method,
-      headers: req.headers,
-      agent: upstreamAgent,
-    },
-    (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    },
-  );
-  req.pipe(outgoing);
-});
-await new Promise<void>((resolve) => pipeServer.listen(0, '127.0.0.1', resolve));
-const pipeAddress = pipeServer.address();
-if (pipeAddress === null || typeof pipeAddress === 'string') throw new Error('no port');
-const pipe = `http://127.0.0.1:${pipeAddress.port}`;
+const direct = emulated.url;
+const pipeRelayed = await pipeRelay(direct);
+const pipe = pipeRelayed.url;
 
 const shim = await createShim();
 const route = shim.addRoute({
@@ -75,13 +42,7 @@ const route = shim.addRoute({
 });
 const viaShim = route.baseUrl;
 
-const fixture = JSON.parse(
-  readFileSync(
-    new URL('../test/fixtures/claude-code/first-turn-request.json', import.meta.url),
-    'utf8',
-  ),
-) as { body: AnthropicRequest };
-const asSent = Buffer.from(JSON.stringify({ ...fixture.body, model: 'qwen-test', max_tokens: 16 }));
+const asSent = firstTurnBody({ model: 'qwen-test', max_tokens: 16 });
 const folded = normalizeRequest(asSent, { backend: 'llama.cpp', servedId: 'qwen-test' });
 if (folded.kind !== 'rewritten') throw new Error('the first turn should need a fold');
 const small = Buffer.from(
@@ -173,9 +134,8 @@ afterAll(async () => {
   }
   process.stdout.write(`${lines.join('\n')}\n`);
   agent.destroy();
-  upstreamAgent.destroy();
-  pipeServer.close();
+  pipeRelayed.close();
   await shim.close();
-  child.kill();
+  emulated.child.kill();
   await rm(dir, { recursive: true, force: true });
 });

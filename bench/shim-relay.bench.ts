@@ -8,32 +8,23 @@
  * paced stream the target is no measurable addition, i.e. no buffering) and throughput, each absolute and as a
  * ratio to direct. Both paths must produce the same events (ids aside): checked before anything is timed.
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { Agent, createServer, request } from 'node:http';
+import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { afterAll, bench, describe } from 'vitest';
-import { normalizeRequest, type AnthropicRequest } from '../src/shim/normalize.js';
+import { normalizeRequest } from '../src/shim/normalize.js';
 import { createShim } from '../src/shim/server.js';
+import { emulatorProcess, firstTurnBody, megabyteBody, pipeRelay } from './support.js';
 
-const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const EVENTS = 2000;
 const dir = await mkdtemp(join(tmpdir(), 'localagents-bench-'));
 const script = join(dir, 'script.json');
 await writeFile(script, JSON.stringify([{ text: ' tok'.repeat(EVENTS) }]));
 
-/** `localagents emulate` in a child process; resolves with its URL (the first stdout line). */
-async function emulator(decodeTokensPerSecond: number) {
-  const child = spawn(process.execPath, [
-    MAIN,
-    'emulate',
-    '--port',
-    '0',
+/** `localagents emulate` in a child process, playing the long script at the given speed. */
+const emulator = (decodeTokensPerSecond: number) =>
+  emulatorProcess([
     '--no-strict-template',
     '--parallel',
     '1',
@@ -46,45 +37,9 @@ async function emulator(decodeTokensPerSecond: number) {
     '--decode-tokens-per-s',
     String(decodeTokensPerSecond),
   ]);
-  const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
-  return { url: line.trim(), child };
-}
 
 const instant = await emulator(0);
 const paced = await emulator(8000);
-/**
- * The floor for any extra HTTP hop on this machine: a bare `req.pipe()` relay that inspects and rewrites nothing.
- * Printed next to the shim so the shim's own cost can be told from the cost of one more loopback hop.
- */
-async function pipeRelay(target: string) {
-  const upstreamAgent = new Agent({ keepAlive: true });
-  const url = new URL(target);
-  const server = createServer((req, res) => {
-    const outgoing = request(
-      {
-        host: url.hostname,
-        port: url.port,
-        path: req.url,
-        method: req.method,
-        headers: req.headers,
-        agent: upstreamAgent,
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    req.pipe(outgoing);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return {
-    url: `http://127.0.0.1:${address.port}`,
-    close: () => (server.close(), upstreamAgent.destroy()),
-  };
-}
-
 const pipe = await pipeRelay(instant.url);
 const shim = await createShim();
 const routeOf = async (url: string) =>
@@ -101,41 +56,8 @@ const viaShim = {
   paced: (await routeOf(paced.url)).baseUrl,
 };
 
-const fixture = JSON.parse(
-  readFileSync(
-    new URL('../test/fixtures/claude-code/first-turn-request.json', import.meta.url),
-    'utf8',
-  ),
-) as { body: AnthropicRequest };
-const firstTurn = Buffer.from(
-  JSON.stringify({ ...fixture.body, model: 'qwen-test', max_tokens: EVENTS + 100 }),
-);
-
-/** The first turn as forwarded plus a tool round whose result is a ~1 MB file: nothing left to rewrite. */
-function megabyteBody(): Buffer {
-  const folded = normalizeRequest(firstTurn, { backend: 'llama.cpp', servedId: 'qwen-test' });
-  if (folded.kind !== 'rewritten') throw new Error('the first turn should need a rewrite');
-  const body = JSON.parse(folded.body.toString('utf8')) as AnthropicRequest;
-  const line = 'export const value = "the quick brown fox jumps over the lazy dog";\n';
-  body.messages.push(
-    {
-      role: 'assistant',
-      content: [{ type: 'tool_use', id: 't1', name: 'Read', input: { file_path: '/w/big.ts' } }],
-    },
-    {
-      role: 'user',
-      content: [
-        {
-          type: 'tool_result',
-          tool_use_id: 't1',
-          content: line.repeat(Math.ceil(1_000_000 / line.length)),
-        },
-      ],
-    },
-  );
-  return Buffer.from(JSON.stringify(body));
-}
-const megabyte = megabyteBody();
+const firstTurn = firstTurnBody({ model: 'qwen-test', max_tokens: EVENTS + 100 });
+const megabyte = megabyteBody(firstTurn, 'qwen-test');
 if (
   normalizeRequest(megabyte, { backend: 'llama.cpp', servedId: 'qwen-test' }).kind !== 'untouched'
 ) {

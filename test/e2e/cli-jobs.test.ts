@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
+import { resetEmulatorAfterEach } from '../support/emulator-reset.js';
 import type { JobRecord } from '../../src/jobs/job.js';
 import { createJobStore } from '../../src/jobs/store.js';
 import { isolatedClaudeEnv } from '../support/claude-env.js';
@@ -42,11 +43,7 @@ beforeAll(async () => {
     throw new Error('dist/cli/main.js is missing: run `npm run build` first (npm test does)');
   emulator = await startEmulator();
 });
-// One emulator serves the file: no test's faults or held requests reach the next one.
-afterEach(() => {
-  emulator.injectFaults([]);
-  emulator.releaseHolds();
-});
+resetEmulatorAfterEach(() => emulator);
 afterAll(() => emulator.close());
 
 async function setup(extraConfig = '') {

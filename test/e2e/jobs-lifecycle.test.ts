@@ -2,8 +2,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
+import { resetEmulatorAfterEach } from '../support/emulator-reset.js';
 import { gitRepo } from '../support/git-repo.js';
 import {
   callTool,
@@ -19,11 +20,7 @@ beforeAll(async () => {
   // Two slots of 32k each: Claude Code's own prompt needs about 9k tokens and compaction headroom.
   emulator = await startEmulator({ parallel: 2, nCtx: 65_536 });
 });
-// One emulator serves the file: no test's faults or held requests reach the next one.
-afterEach(() => {
-  emulator.injectFaults([]);
-  emulator.releaseHolds();
-});
+resetEmulatorAfterEach(() => emulator);
 afterAll(() => emulator.close());
 
 describe('job lifecycle', () => {

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
 import { callTool, emulatorConfig, startTestApp } from '../support/mcp-client.js';
@@ -28,6 +29,40 @@ function sentTexts(from: number): { system: string; messages: string }[] {
 }
 
 describe('the options a job passes to its session', () => {
+  it.each([
+    ['inherit', true],
+    ['none', false],
+  ] as const)(
+    'delegate_mcp: %s gives the delegate the user’s own MCP servers: %s',
+    async (mode, inherited) => {
+      const config = emulatorConfig(emulator.url).replace(
+        'defaults:\n',
+        `defaults:\n  delegate_mcp: ${mode}\n`,
+      );
+      const { client, env } = await startTestApp(config);
+      // A user-scope server, as `claude mcp add --scope user other -- node echo-mcp-server.js` writes it.
+      const echo = fileURLToPath(new URL('../support/echo-mcp-server.js', import.meta.url));
+      await writeFile(
+        join(env.HOME ?? '/nonexistent', '.claude.json'),
+        JSON.stringify({
+          mcpServers: { other: { type: 'stdio', command: process.execPath, args: [echo] } },
+        }),
+      );
+      const before = emulator.requests.length;
+      const summary = await callTool(client, 'run_agent', {
+        task: 'Write hello.txt.',
+        cwd: await tempDir(),
+        wait_s: 100,
+      });
+      expect(summary.status).toBe('succeeded');
+      const wire = sentTexts(before)
+        .map((texts) => texts.messages)
+        .join('\n');
+      expect(wire.length).toBeGreaterThan(0);
+      expect(wire.includes('mcp__other__echo')).toBe(inherited);
+    },
+  );
+
   it('loads project settings but not the user’s, and applies per-call permission mode, tools and prompt', async () => {
     const { client, app, env } = await startTestApp(emulatorConfig(emulator.url));
     await writeFile(join(env.HOME ?? '/nonexistent', '.claude', 'CLAUDE.md'), 'USER-MEMORY-7f3a\n');

@@ -1,5 +1,6 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
+import { resetEmulatorAfterEach } from '../support/emulator-reset.js';
 import { callTool, callToolRaw, emulatorConfig, startTestApp } from '../support/mcp-client.js';
 import { tempDir } from '../support/temp-dir.js';
 
@@ -7,11 +8,7 @@ let emulator: Emulator;
 beforeAll(async () => {
   emulator = await startEmulator();
 });
-// One emulator serves the file: no test's faults or held requests reach the next one.
-afterEach(() => {
-  emulator.injectFaults([]);
-  emulator.releaseHolds();
-});
+resetEmulatorAfterEach(() => emulator);
 afterAll(() => emulator.close());
 
 const MENU = `models:

@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
+import { resetEmulatorAfterEach } from '../support/emulator-reset.js';
 import { isProcessAlive } from '../../src/jobs/process.js';
 import { createJobStore } from '../../src/jobs/store.js';
 import { isolatedClaudeEnv } from '../support/claude-env.js';
@@ -23,11 +24,7 @@ beforeAll(async () => {
   }
   emulator = await startEmulator();
 });
-// One emulator serves the file: no test's faults or held requests reach the next one.
-afterEach(() => {
-  emulator.injectFaults([]);
-  emulator.releaseHolds();
-});
+resetEmulatorAfterEach(() => emulator);
 afterAll(() => emulator.close());
 
 async function serverSetup() {

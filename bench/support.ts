@@ -1,0 +1,91 @@
+/**
+ * What the shim benchmarks share: the emulator in its own process (a real backend is another process), a
+ * bare `req.pipe()` relay as the floor of any extra HTTP hop, and the request bodies they send.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { Agent, createServer, request } from 'node:http';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { normalizeRequest, type AnthropicRequest } from '../src/shim/normalize.js';
+
+const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+
+/** `localagents emulate --port 0 …flags` in a child process (`npm run build` first); its URL is the first stdout line. */
+export async function emulatorProcess(
+  flags: string[],
+): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [MAIN, 'emulate', '--port', '0', ...flags]);
+  const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
+  return { url: line.trim(), child };
+}
+
+/** The floor for any extra HTTP hop on this machine: a relay that inspects and rewrites nothing. */
+export async function pipeRelay(target: string): Promise<{ url: string; close(): void }> {
+  const upstreamAgent = new Agent({ keepAlive: true });
+  const url = new URL(target);
+  const server = createServer((req, res) => {
+    const outgoing = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: req.url,
+        method: req.method,
+        headers: req.headers,
+        agent: upstreamAgent,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    req.pipe(outgoing);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    close: () => {
+      server.close();
+      upstreamAgent.destroy();
+    },
+  };
+}
+
+/** Claude Code's recorded first turn (test/fixtures/claude-code), with the given fields set. */
+export function firstTurnBody(fields: Partial<AnthropicRequest> = {}): Buffer {
+  const fixture = JSON.parse(
+    readFileSync(
+      new URL('../test/fixtures/claude-code/first-turn-request.json', import.meta.url),
+      'utf8',
+    ),
+  ) as { body: AnthropicRequest };
+  return Buffer.from(JSON.stringify({ ...fixture.body, ...fields }));
+}
+
+/** The first turn as the shim forwards it plus a tool round whose result is a ~1 MB file: nothing left to rewrite. */
+export function megabyteBody(firstTurn: Buffer, servedId: string): Buffer {
+  const folded = normalizeRequest(firstTurn, { backend: 'llama.cpp', servedId });
+  if (folded.kind !== 'rewritten') throw new Error('the first turn should need a rewrite');
+  const body = JSON.parse(folded.body.toString('utf8')) as AnthropicRequest;
+  const line = 'export const value = "the quick brown fox jumps over the lazy dog";\n';
+  body.messages.push(
+    {
+      role: 'assistant',
+      content: [{ type: 'tool_use', id: 't1', name: 'Read', input: { file_path: '/w/big.ts' } }],
+    },
+    {
+      role: 'user',
+      content: [
+        {
+          type: 'tool_result',
+          tool_use_id: 't1',
+          content: line.repeat(Math.ceil(1_000_000 / line.length)),
+        },
+      ],
+    },
+  );
+  return Buffer.from(JSON.stringify(body));
+}
