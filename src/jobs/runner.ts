@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import type { Diagnostics } from '../diagnostics.js';
 import { LocalAgentsError } from '../errors.js';
 import type { Registry } from '../registry/registry.js';
 import type { NotReadyResolution } from '../registry/resolve.js';
@@ -10,9 +9,8 @@ import type { ActiveJob } from './active-job.js';
 import { completeOnce, type CompleteRequest, type Completion } from './complete.js';
 import { readyEndpoint } from './ready-endpoint.js';
 import { cancelElsewhere, recoverJobs, type Recovery } from './recover.js';
-import { executeJob, type JobShim } from './run-job.js';
+import { executeJob, type ExecuteDeps } from './run-job.js';
 import { buildSystemPromptAppend, delegateToolLists } from './session-env.js';
-import type { JobStore } from './store.js';
 import { waitForRecordElsewhere } from './watch-record.js';
 import { moveRepoPaths, worktreeNotice } from './worktree-brief.js';
 
@@ -45,16 +43,10 @@ export interface Runner {
   close(): Promise<void>;
 }
 
-export interface RunnerDeps {
+/** What each job is executed with, plus where state lives and the registry that resolves models. */
+export interface RunnerDeps extends ExecuteDeps {
   stateDir: string;
-  store: JobStore;
   registry: JobRegistry;
-  shim: () => Promise<JobShim>;
-  baseEnv: Record<string, string | undefined>;
-  diagnostics: Diagnostics;
-  claudePath?: string | undefined;
-  /** The streamable-HTTP URLs this process serves MCP on (see ExecuteDeps). */
-  mcpUrls?: () => readonly string[];
 }
 
 export function createRunner(deps: RunnerDeps): Runner {
@@ -112,38 +104,26 @@ export function createRunner(deps: RunnerDeps): Runner {
     job.overlapped = peers.size > 0;
     peers.add(job);
     active.set(id, job);
-    job.done = executeJob(
-      {
-        store: deps.store,
-        shim: deps.shim,
-        baseEnv: deps.baseEnv,
-        diagnostics: deps.diagnostics,
-        claudePath: deps.claudePath,
-        ...(deps.mcpUrls === undefined ? {} : { mcpUrls: deps.mcpUrls }),
-      },
-      job,
-      ready,
-      {
-        prompt: worktree
-          ? moveRepoPaths(request.task, worktree.repo_root, worktree.path)
-          : request.task,
-        permissionMode: record.permission_mode,
-        allowedTools: tools.allowed,
-        disallowedTools: tools.disallowed,
-        settingSources: defaults.setting_sources,
-        maxTurns: record.max_turns,
-        timeoutS: record.timeout_s,
-        systemPromptAppend: buildSystemPromptAppend([
-          defaults.system_prompt_append,
-          request.systemPromptAppend,
-          worktree ? worktreeNotice(worktree.repo_root, worktree.path) : undefined,
-        ]),
-        resumeSessionId: previous?.session_id ?? undefined,
-        dumpRequests: defaults.dump_requests,
-        keepaliveS: defaults.keepalive_s,
-        delegateMcp: defaults.delegate_mcp,
-      },
-    )
+    job.done = executeJob(deps, job, ready, {
+      prompt: worktree
+        ? moveRepoPaths(request.task, worktree.repo_root, worktree.path)
+        : request.task,
+      permissionMode: record.permission_mode,
+      allowedTools: tools.allowed,
+      disallowedTools: tools.disallowed,
+      settingSources: defaults.setting_sources,
+      maxTurns: record.max_turns,
+      timeoutS: record.timeout_s,
+      systemPromptAppend: buildSystemPromptAppend([
+        defaults.system_prompt_append,
+        request.systemPromptAppend,
+        worktree ? worktreeNotice(worktree.repo_root, worktree.path) : undefined,
+      ]),
+      resumeSessionId: previous?.session_id ?? undefined,
+      dumpRequests: defaults.dump_requests,
+      keepaliveS: defaults.keepalive_s,
+      delegateMcp: defaults.delegate_mcp,
+    })
       .catch((error: unknown) =>
         deps.diagnostics.error(`job ${id} crashed`, { error: String(error) }),
       )
