@@ -7,6 +7,23 @@
 export const BACKEND_KINDS = ['llama.cpp', 'vllm', 'other'] as const;
 export type BackendKind = (typeof BACKEND_KINDS)[number];
 
+/**
+ * The `backend:` spellings models.yaml accepts: ours, the Python original's (`llamacpp`, `ollama`) and common
+ * variants, case and separators aside. `ollama` is probed like `other` until Ollama gets probes of its own.
+ */
+const BACKEND_SPELLINGS: Readonly<Record<string, BackendKind>> = {
+  llamacpp: 'llama.cpp',
+  llamaserver: 'llama.cpp',
+  vllm: 'vllm',
+  other: 'other',
+  ollama: 'other',
+};
+
+/** The kind a `backend:` value names, or undefined for a value no spelling matches. */
+export function backendKindOf(value: string): BackendKind | undefined {
+  return BACKEND_SPELLINGS[value.toLowerCase().replace(/[\s._-]/g, '')];
+}
+
 /** Claude Code's permission modes, as the delegate gets one. */
 export const PERMISSION_MODES = [
   'default',

@@ -38,7 +38,7 @@ const FIELD_HELP: Record<string, FieldHelp> = {
     fix: 'write the scheme, host and port of the server, without /v1',
   },
   'endpoints.*.backend': {
-    expect: 'one of llama.cpp, vllm, other',
+    expect: 'one of llama.cpp, vllm, ollama, other',
     fix: 'use other to have the backend detected',
   },
   'endpoints.*.host': { expect: 'text naming the machine, such as workstation' },

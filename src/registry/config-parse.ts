@@ -1,4 +1,5 @@
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { backendKindOf } from '../kinds.js';
 import { describeIssue, formatPath, suggestKey } from './config-messages.js';
 import { KNOWN_KEYS, LayerSchema, type Layer } from './config-schema.js';
 import type { ConfigIssue } from './config-types.js';
@@ -78,6 +79,36 @@ function unknownKeyWarnings(
   return warnings;
 }
 
+/**
+ * A `backend:` spelling no kind matches is probed as `other` (its kind detected) with a warning, never an
+ * invalid configuration; `ollama` is accepted and said to be probed like `other` for now.
+ */
+function backendWarnings(file: string, layer: Layer, lineOf: ParsedLayer['lineOf']): ConfigIssue[] {
+  return Object.entries(layer.endpoints ?? {}).flatMap(([name, endpoint]) => {
+    const value = endpoint.backend;
+    if (value === undefined) return [];
+    const path = ['endpoints', name, 'backend'];
+    const where = { file, line: lineOf(path), path: formatPath(path) };
+    if (backendKindOf(value) === undefined)
+      return [
+        {
+          ...where,
+          message: `unknown backend "${value}"; probed as other (its kind is detected)`,
+          fix: 'write one of llama.cpp, vllm, ollama, other',
+        },
+      ];
+    if (value.toLowerCase() === 'ollama')
+      return [
+        {
+          ...where,
+          message:
+            'ollama is probed like other for now: served ids from /v1/models, and no window unless a menu entry gives its context',
+        },
+      ];
+    return [];
+  });
+}
+
 export function parseLayer(text: string, file: string): ParsedLayer {
   const counter = new LineCounter();
   const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
@@ -107,6 +138,7 @@ export function parseLayer(text: string, file: string): ParsedLayer {
     });
     return { file, errors: byLine(errors), warnings: byLine(warnings), lineOf };
   }
+  warnings.push(...backendWarnings(file, parsed.data, lineOf));
   return { file, layer: parsed.data, errors: [], warnings: byLine(warnings), lineOf };
 }
 

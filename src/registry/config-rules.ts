@@ -1,4 +1,5 @@
 import { dirname } from 'node:path';
+import { backendKindOf } from '../kinds.js';
 import { builtinDefaults } from './config-defaults.js';
 import { formatPath } from './config-messages.js';
 import type { ParsedLayer } from './config-parse.js';
@@ -58,7 +59,7 @@ function normaliseEndpoint(
   const endpoint: EndpointConfig = {
     name,
     base_url: baseUrl,
-    backend: value.backend ?? 'other',
+    backend: value.backend === undefined ? 'other' : (backendKindOf(value.backend) ?? 'other'),
     env: value.env ?? {},
   };
   if (value.host !== undefined) endpoint.host = value.host;

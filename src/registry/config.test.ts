@@ -36,7 +36,7 @@ describe('parseLayer', () => {
       `${ENDPOINT}  bad:\n    base_url: localhost:8080\n`,
       'endpoints:\n  gpu:\n    backend: vllm\n',
       'endpoints:\n  gpu: http://127.0.0.1:8080\n',
-      `endpoints:\n  gpu:\n    base_url: http://h:1\n    backend: ollama\n`,
+      `endpoints:\n  gpu:\n    base_url: http://h:1\n    backend: [llama.cpp]\n`,
       `endpoints:\n  gpu:\n    base_url: http://h:1\n    api_key_env: sk-secret-value\n`,
       `endpoints:\n  gpu:\n    base_url: http://h:1\n    env: { "BAD NAME": x }\n`,
       `endpoints:\n  "bad name":\n    base_url: http://h:1\n`,
@@ -63,7 +63,7 @@ describe('parseLayer', () => {
       ---
       models.yaml:2 endpoints.gpu: expected a mapping with at least base_url, such as {base_url: http://127.0.0.1:8080}
       ---
-      models.yaml:4 endpoints.gpu.backend: expected one of llama.cpp, vllm, other
+      models.yaml:4 endpoints.gpu.backend: expected one of llama.cpp, vllm, ollama, other
         fix: use other to have the backend detected
       ---
       models.yaml:4 endpoints.gpu.api_key_env: expected the name of an environment variable such as LLAMA_API_KEY
@@ -159,6 +159,41 @@ describe('parseLayer', () => {
       ---
       models.yaml endpoints: no endpoint is defined in any layer
         fix: copy the example and point base_url at your llama-server or vLLM: mkdir -p "/home/u/.config/localagents" && cp "/pkg/models.example.yaml" "/home/u/.config/localagents/models.yaml""
+    `);
+  });
+
+  it('accepts every backend spelling the Python original did, and only warns about one it does not know', () => {
+    const yaml = [
+      'endpoints:',
+      ...[
+        ['a', 'llama.cpp'],
+        ['b', 'llamacpp'],
+        ['c', 'llama-cpp'],
+        ['d', 'vLLM'],
+        ['e', 'ollama'],
+        ['f', 'tgi'],
+        ['g', 'other'],
+      ].map(
+        ([name, backend]) => `  ${name}:\n    base_url: http://${name}:1\n    backend: ${backend}`,
+      ),
+      '',
+    ].join('\n');
+    const parsed = parseLayer(yaml, 'models.yaml');
+    expect(parsed.errors).toEqual([]);
+    const merged = mergeLayers([parsed], '/pkg/models.example.yaml', '/u/models.yaml');
+    expect(merged.config.endpoints.map((endpoint) => endpoint.backend)).toEqual([
+      'llama.cpp',
+      'llama.cpp',
+      'llama.cpp',
+      'vllm',
+      'other',
+      'other',
+      'other',
+    ]);
+    expect(render(yaml)).toMatchInlineSnapshot(`
+      "warning: models.yaml:16 endpoints.e.backend: ollama is probed like other for now: served ids from /v1/models, and no window unless a menu entry gives its context
+      warning: models.yaml:19 endpoints.f.backend: unknown backend "tgi"; probed as other (its kind is detected)
+        fix: write one of llama.cpp, vllm, ollama, other"
     `);
   });
 

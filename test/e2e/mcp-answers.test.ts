@@ -223,6 +223,17 @@ describe('MCP answers', () => {
     expect(errorText(result)).toMatch(/base_url/);
   });
 
+  it('keeps working with backend: ollama (the original accepted it), probing it like other, with a warning', async () => {
+    const { client } = await startTestApp(
+      emulatorConfig(emulator.url).replace('backend: llama.cpp', 'backend: ollama'),
+    );
+    const models = await callTool(client, 'list_models');
+    expect(models.endpoints).toEqual([expect.objectContaining({ name: 'emu', up: true })]);
+    expect(JSON.stringify(models.config)).toContain('ollama is probed like other for now');
+    const answer = await callTool(client, 'local_complete', { prompt: 'Say hello.' });
+    expect(answer).toMatchObject({ status: 'completed', endpoint: 'emu' });
+  });
+
   it('completes one prompt with local_complete', async () => {
     const { client } = await startTestApp(emulatorConfig(emulator.url));
     const answer = await callTool(client, 'local_complete', {

@@ -1,6 +1,6 @@
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { BACKEND_KINDS } from '../../kinds.js';
+import { backendKindOf } from '../../kinds.js';
 import { answer, errorResult, jsonResult } from '../results.js';
 import type { McpDeps } from '../server.js';
 
@@ -23,7 +23,13 @@ export function registerRegisterEndpointTool(server: McpServer, deps: McpDeps): 
         base_url: z
           .string()
           .describe('Base URL of the server, e.g. http://127.0.0.1:8080 (no /v1)'),
-        backend: z.enum(BACKEND_KINDS).optional().describe('Server kind; "other" detects it'),
+        backend: z
+          .string()
+          .refine((value) => backendKindOf(value) !== undefined, {
+            message: 'backend must be one of llama.cpp, vllm, ollama, other',
+          })
+          .optional()
+          .describe('Server kind: llama.cpp, vllm, ollama or other ("other" detects it)'),
         host: z
           .string()
           .optional()
