@@ -5,6 +5,7 @@ import { readyEndpoint, routeConfigFor } from '../jobs/ready-endpoint.js';
 import { claudeCodeSettings } from '../jobs/session-env.js';
 import { resolveStateDir } from '../paths.js';
 import { shellQuote } from '../shell-quote.js';
+import { dumpRequestsFromEnv } from '../registry/config-defaults.js';
 import { configPaths } from '../registry/config.js';
 import type { BackendKind } from '../kinds.js';
 import { probeEndpoint } from '../registry/probe.js';
@@ -172,7 +173,7 @@ export const runProxy: CommandRun = async (context) => {
     const added = shim.addRoute({
       ...route,
       logDir,
-      dumpFullRequests: values['dump-requests'] === true,
+      dumpFullRequests: values['dump-requests'] === true || dumpRequestsFromEnv(context.env),
       keepaliveMs: keepaliveS * 1000,
     });
     // One write: a script (or `eval`) that reads up to ANTHROPIC_BASE_URL gets every line with it.

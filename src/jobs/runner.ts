@@ -11,6 +11,7 @@ import { readyEndpoint } from './ready-endpoint.js';
 import { cancelElsewhere, recoverJobs, type Recovery } from './recover.js';
 import { executeJob, type ExecuteDeps } from './run-job.js';
 import { buildSystemPromptAppend, delegateToolLists } from './session-env.js';
+import { JOB_FILES } from './store.js';
 import { waitForRecordElsewhere } from './watch-record.js';
 import { moveRepoPaths, worktreeNotice } from './worktree-brief.js';
 
@@ -84,6 +85,11 @@ export function createRunner(deps: RunnerDeps): Runner {
       { previous, baseRef: request.baseRef, stateDir: deps.stateDir },
     );
     await deps.store.save(record);
+    await deps.store.write(
+      id,
+      JOB_FILES.task,
+      request.task.endsWith('\n') ? request.task : `${request.task}\n`,
+    );
     const worktree = record.worktree;
 
     const tools = delegateToolLists(

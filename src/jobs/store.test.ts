@@ -18,6 +18,18 @@ function record(id: string, task = 'do it') {
 }
 
 describe('createJobStore', () => {
+  it('writes a whole text file of a job, replacing it, with no temp file left', async () => {
+    const store = createJobStore(await tempDir());
+    const id = '20261129-000000-bbbb';
+    await store.write(id, JOB_FILES.task, 'first\n');
+    await store.write(id, JOB_FILES.task, 'Write hello.txt.\n');
+    expect(await readFile(join(store.jobDir(id), JOB_FILES.task), 'utf8')).toBe(
+      'Write hello.txt.\n',
+    );
+    expect(await readdir(store.jobDir(id))).toEqual([JOB_FILES.task]);
+    await expect(store.write('../x', JOB_FILES.task, 'x')).rejects.toThrow(/not a job id/);
+  });
+
   it('writes job.json atomically and reads it back', async () => {
     const store = createJobStore(await tempDir());
     await store.save(record('20261129-000000-aaaa'));

@@ -15,6 +15,8 @@ export const JOB_FILES = {
   events: 'events.jsonl',
   requests: 'requests.jsonl',
   requestsFull: 'requests_full.jsonl',
+  /** The brief as it was given (the Python original's task.txt). */
+  task: 'task.txt',
   /** Written by `localagents cancel` in another process; the owning server treats it as a cancel. */
   cancelRequest: 'cancel-requested',
 } as const;
@@ -34,6 +36,8 @@ export interface JobStore {
   /** Every readable record, oldest first (ids sort to the second, created_at within it). */
   list(): Promise<JobRecord[]>;
   open(id: string, file: string): Appender;
+  /** Writes a whole text file of the job (temp file + rename). */
+  write(id: string, file: string, text: string): Promise<void>;
   /** The last `lines` lines of a job's text file ('' when the file does not exist yet). */
   tail(id: string, file: string, lines: number): Promise<string>;
 }
@@ -134,6 +138,11 @@ export function createJobStore(stateDir: string): JobStore {
     },
     open(id, file) {
       return openAppender(join(jobDir(id), file));
+    },
+    async write(id, file, text) {
+      const dir = jobDir(id);
+      await mkdir(dir, { recursive: true });
+      await writeFileAtomic(join(dir, file), text);
     },
     async tail(id, file, lines) {
       // Reads at most the last TAIL_WINDOW_BYTES: a long transcript is never loaded whole.

@@ -26,5 +26,10 @@ export function builtinDefaults(): Defaults {
   };
 }
 
+/** `LOCALAGENTS_DUMP_REQUESTS=1` (the Python original's switch) turns on requests_full.jsonl like `dump_requests`. */
+export function dumpRequestsFromEnv(env: Record<string, string | undefined>): boolean {
+  return env.LOCALAGENTS_DUMP_REQUESTS === '1' || env.LOCALAGENTS_DUMP_REQUESTS === 'true';
+}
+
 /** Below this many tokens, Claude Code's fixed prompt plus compaction thrash (about 128k). */
 export const COMFORTABLE_CONTEXT_TOKENS = 128_000;

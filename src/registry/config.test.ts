@@ -6,6 +6,7 @@ import { formatConfigIssue } from './config-messages.js';
 import { parseLayer } from './config-parse.js';
 import { mergeLayers } from './config-rules.js';
 import { KNOWN_KEYS } from './config-schema.js';
+import { createRegistry } from './registry.js';
 import {
   configPaths,
   createConfigCache,
@@ -209,6 +210,17 @@ describe('parseLayer', () => {
       'models.yaml',
     );
     expect(parsed.layer?.endpoints?.gpu?.env).toEqual({ PORT: '8080', DEBUG: 'true' });
+  });
+});
+
+describe('LOCALAGENTS_DUMP_REQUESTS (the Python original’s switch)', () => {
+  it('turns dump_requests on in the defaults a job reads, and only when set', async () => {
+    const dir = await tempDir({ 'models.yaml': ENDPOINT });
+    const paths = configPaths({ configFlag: join(dir, 'models.yaml'), cwd: dir, env: {} });
+    const off = createRegistry({ paths, env: {} });
+    const on = createRegistry({ paths, env: { LOCALAGENTS_DUMP_REQUESTS: '1' } });
+    expect((await off.defaults()).dump_requests).toBe(false);
+    expect((await on.defaults()).dump_requests).toBe(true);
   });
 });
 

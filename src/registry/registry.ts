@@ -1,5 +1,5 @@
 import type { Diagnostics } from '../diagnostics.js';
-import { builtinDefaults } from './config-defaults.js';
+import { builtinDefaults, dumpRequestsFromEnv } from './config-defaults.js';
 import { formatConfigIssue } from './config-messages.js';
 import { createConfigCache, loadRegistryConfig } from './config.js';
 import type {
@@ -123,7 +123,8 @@ export function createRegistry(options: RegistryOptions): Registry {
     },
     async defaults() {
       const result = await config();
-      return result.ok ? result.config.defaults : builtinDefaults();
+      const defaults = result.ok ? result.config.defaults : builtinDefaults();
+      return dumpRequestsFromEnv(options.env) ? { ...defaults, dump_requests: true } : defaults;
     },
     registerEndpoint: (input) => registerEndpoint(options.paths, input),
     registerModel: (input) => registerModel(options.paths, input),

@@ -153,6 +153,8 @@ describe('run_agent over MCP', () => {
     // CLAUDE_CODE_MAX_CONTEXT_TOKENS took effect: claude reports the registry's window as its own.
     const modelUsage = Object.values(events.at(-1)?.message.modelUsage ?? {});
     expect(modelUsage.map((usage) => usage.contextWindow)).toContain(record.context_tokens);
+    // The brief as given, as the Python original kept it.
+    expect(await readFile(join(dir, 'task.txt'), 'utf8')).toBe('Write hello.txt and show it.\n');
     const requests = (await readFile(join(dir, 'requests.jsonl'), 'utf8')).trim().split('\n');
     expect(requests.length).toBe(record.backend?.requests);
     // The figures come from the shim's own counts; the file, written from the same lines, agrees.
