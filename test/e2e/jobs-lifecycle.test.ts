@@ -46,6 +46,27 @@ describe('job lifecycle', () => {
     expect(record.finished_at).not.toBeNull();
   });
 
+  it('takes the original’s wait_job timeout_s 120, saying how long it waited while the job runs', async () => {
+    const { client } = await startTestApp(emulatorConfig(emulator.url));
+    emulator.injectFaults([{ kind: 'hold' }]);
+    const started = await callTool(client, 'run_agent', {
+      task: 'Write hello.txt.',
+      cwd: await tempDir(),
+    });
+    const id = String(started.id);
+    await waitFor(() => emulator.heldRequests() === 1, {
+      timeoutMs: 30_000,
+      what: 'the request held',
+    });
+    const running = await callTool(client, 'wait_job', { job_id: id, timeout_s: 1 });
+    expect(running).toMatchObject({ status: 'running', waited_s: 1 });
+    expect(String(running.next)).toMatch(/call wait_job again/);
+    emulator.releaseHolds();
+    const done = await callTool(client, 'wait_job', { job_id: id, timeout_s: 120 });
+    expect(done.status).toBe('succeeded');
+    expect(done.waited_s).toBeUndefined();
+  });
+
   it('cancels a running job, ending its claude process', async () => {
     const { client, app } = await startTestApp(emulatorConfig(emulator.url));
     emulator.injectFaults([{ kind: 'hold' }]);

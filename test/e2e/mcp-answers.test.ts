@@ -131,8 +131,8 @@ describe('MCP answers', () => {
     ['no_such_tool', {}, /there is no tool named "no_such_tool"\nfix: use one of: list_models, /],
     [
       'wait_job',
-      { job_id: '20261129-000000-aaaa', timeout_s: 500 },
-      /timeout_s must be at most 110/,
+      { job_id: '20261129-000000-aaaa', timeout_s: -1 },
+      /timeout_s: Too small: expected number to be >=0/,
     ],
     ['job_status', { job_id: '../../etc/passwd' }, /job_id must be a job id/],
     [
@@ -146,7 +146,7 @@ describe('MCP answers', () => {
       { task: 'x', cwd: '/no/such/dir' },
       /cwd "\/no\/such\/dir" is not a directory[\s\S]*fix:/,
     ],
-    ['run_agent', { task: 'x', wait_s: 300 }, /wait_s must be at most 110/],
+    ['run_agent', { task: 'x', wait_s: -5 }, /wait_s: Too small: expected number to be >=0/],
     ['run_agent', { task: 'x', base_ref: 'main' }, /base_ref only applies to isolation "worktree"/],
     [
       'run_agent',

@@ -1,13 +1,33 @@
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { PERMISSION_MODES } from '../../kinds.js';
-import { summarizeJob } from '../../jobs/record.js';
+import { isTerminalStatus, type JobRecord } from '../../jobs/job.js';
+import { summarizeJob, type JobSummary } from '../../jobs/record.js';
 import { answer, jsonResult } from '../results.js';
 import type { McpDeps } from '../server.js';
 import { notReadyResult } from './not-ready.js';
 
 /** Claude Code gives up on a tool call after 2 minutes: every wait ends before that. */
 export const MAX_WAIT_S = 110;
+
+/**
+ * A wait the client can afford: longer asks (the Python original took 120, and any larger value) wait
+ * MAX_WAIT_S and say so, instead of failing.
+ */
+export function safeWaitS(asked: number | undefined, fallback: number): number {
+  return Math.min(asked ?? fallback, MAX_WAIT_S);
+}
+
+/** The summary of a wait, saying how long it waited when the job is still going. */
+export function waitedSummary(
+  record: JobRecord,
+  waitedS: number,
+): JobSummary & { waited_s?: number } {
+  const summary = summarizeJob(record);
+  return isTerminalStatus(record.status) || waitedS === 0
+    ? summary
+    : { ...summary, waited_s: waitedS };
+}
 
 export const runAgentInput = {
   task: z
@@ -45,13 +65,9 @@ export const runAgentInput = {
   wait_s: z
     .number()
     .min(0)
-    .max(
-      MAX_WAIT_S,
-      `wait_s must be at most ${MAX_WAIT_S} (Claude Code's tool limit is 120 s); wait longer with wait_job`,
-    )
     .optional()
     .describe(
-      `Seconds to wait for the job before answering (0-${MAX_WAIT_S}, default 0: answer at once with the job id)`,
+      `Seconds to wait for the job before answering (default 0: answer at once with the job id; at most ${MAX_WAIT_S} is waited, under Claude Code's 2-minute tool limit)`,
     ),
   permission_mode: z
     .enum(PERMISSION_MODES)
@@ -115,11 +131,10 @@ export function registerRunAgentTool(server: McpServer, deps: McpDeps): Register
           timeoutS: args.timeout_s,
         });
         if (outcome.kind === 'not_ready') return notReadyResult(outcome.resolution);
+        const waitS = safeWaitS(args.wait_s, 0);
         const record =
-          args.wait_s && args.wait_s > 0
-            ? await deps.runner.wait(outcome.record.id, args.wait_s * 1000)
-            : outcome.record;
-        return jsonResult(summarizeJob(record));
+          waitS > 0 ? await deps.runner.wait(outcome.record.id, waitS * 1000) : outcome.record;
+        return jsonResult(waitedSummary(record, waitS));
       }),
   );
 }

@@ -1,11 +1,10 @@
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { JobRecord } from '../../jobs/job.js';
-import { summarizeJob } from '../../jobs/record.js';
 import { answer, jsonResult } from '../results.js';
 import type { McpDeps } from '../server.js';
 import { jobIdInput } from './job-id.js';
-import { MAX_WAIT_S } from './run-agent.js';
+import { MAX_WAIT_S, safeWaitS, waitedSummary } from './run-agent.js';
 
 const HEARTBEAT_MS = 5000;
 
@@ -14,18 +13,14 @@ export function registerWaitJobTool(server: McpServer, deps: McpDeps): Registere
     'wait_job',
     {
       title: 'Wait for a job',
-      description: `Wait for a job started by run_agent. Returns its summary as soon as the job ends, or after timeout_s (default and most ${MAX_WAIT_S} s) with the job still "running" or "queued": then call wait_job again with the same job_id. A finished summary has result_text, files_touched and, for worktree jobs, the worktree to review.`,
+      description: `Wait for a job started by run_agent. Returns its summary as soon as the job ends, or after timeout_s (default and most ${MAX_WAIT_S} s: a larger value waits ${MAX_WAIT_S} s) with the job still "running" or "queued" and waited_s saying how long it waited: then call wait_job again with the same job_id. A finished summary has result_text, files_touched and, for worktree jobs, the worktree to review.`,
       inputSchema: {
         job_id: jobIdInput,
         timeout_s: z
           .number()
           .min(0)
-          .max(
-            MAX_WAIT_S,
-            `timeout_s must be at most ${MAX_WAIT_S}; call wait_job again to wait longer`,
-          )
           .optional()
-          .describe(`Seconds to wait (0-${MAX_WAIT_S}, default ${MAX_WAIT_S})`),
+          .describe(`Seconds to wait (default ${MAX_WAIT_S}; a larger value waits ${MAX_WAIT_S})`),
       },
       annotations: { readOnlyHint: true },
     },
@@ -53,16 +48,13 @@ export function registerWaitJobTool(server: McpServer, deps: McpDeps): Registere
             ? undefined
             : setInterval(() => notify(latest, true), HEARTBEAT_MS);
         try {
-          const record = await deps.runner.wait(
-            args.job_id,
-            (args.timeout_s ?? MAX_WAIT_S) * 1000,
-            (update) => {
-              latest = update;
-              notify(update, false);
-            },
-          );
+          const waitS = safeWaitS(args.timeout_s, MAX_WAIT_S);
+          const record = await deps.runner.wait(args.job_id, waitS * 1000, (update) => {
+            latest = update;
+            notify(update, false);
+          });
           // The warnings came with run_agent's answer; repeating them on every wait costs the caller's context.
-          const { warnings: _warnings, ...summary } = summarizeJob(record);
+          const { warnings: _warnings, ...summary } = waitedSummary(record, waitS);
           return jsonResult(summary);
         } finally {
           clearInterval(heartbeat);
