@@ -12,7 +12,7 @@ export const DEFAULT_SYSTEM_PROMPT_APPEND = `You are a delegate: another Claude 
 export function builtinDefaults(): Defaults {
   return {
     permission_mode: 'acceptEdits',
-    allowed_tools: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'Bash'],
+    allowed_tools: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'Bash', 'WebFetch'],
     // A delegate never spawns delegates of its own.
     disallowed_tools: ['Agent', 'Task'],
     setting_sources: ['project', 'local'],

@@ -294,16 +294,15 @@ describe('MCP answers', () => {
     expect(after.endpoints).toEqual([expect.objectContaining({ name: 'emu', kvUnified: true })]);
   });
 
-  it('lists finished jobs only when asked to', async () => {
+  it('lists finished jobs unless asked not to, as the Python original did', async () => {
     const { client } = await startTestApp(emulatorConfig(emulator.url));
     const cwd = await tempDir();
     const job = await callTool(client, 'run_agent', { task: 'Write hello.txt.', cwd, wait_s: 100 });
     expect(job.status).toBe('succeeded');
-    expect((await callTool(client, 'list_jobs')).jobs).toEqual([]);
-    const all = await callTool(client, 'list_jobs', { include_finished: true });
-    expect(all.jobs).toEqual([
+    expect((await callTool(client, 'list_jobs')).jobs).toEqual([
       expect.objectContaining({ id: job.id, status: 'succeeded', files_touched: 1 }),
     ]);
+    expect((await callTool(client, 'list_jobs', { include_finished: false })).jobs).toEqual([]);
   });
 
   it('flags a job that ends with no edits and no real report as a possible no-op', async () => {

@@ -9,12 +9,12 @@ export function registerListJobsTool(server: McpServer, deps: McpDeps): Register
     {
       title: 'List jobs',
       description:
-        'Jobs in the state directory, newest first: running ones, and finished ones too with include_finished. Jobs survive server restarts; a job whose server died shows as interrupted.',
+        'Jobs in the state directory, newest first, finished ones included (include_finished: false for running ones only). Jobs survive server restarts; a job whose server died shows as interrupted.',
       inputSchema: {
         include_finished: z
           .boolean()
           .optional()
-          .describe('Also list finished jobs (default false)'),
+          .describe('List finished jobs too (default true, as in the Python original)'),
         limit: z
           .number()
           .int()
@@ -27,7 +27,7 @@ export function registerListJobsTool(server: McpServer, deps: McpDeps): Register
     },
     (args) =>
       answer(async () => {
-        const records = (await deps.runner.list(args.include_finished ?? false)).reverse();
+        const records = (await deps.runner.list(args.include_finished ?? true)).reverse();
         const jobs = records.slice(0, args.limit ?? 50).map((record) => ({
           id: record.id,
           status: record.status,

@@ -31,7 +31,7 @@ export function registerLocalCompleteTool(server: McpServer, deps: McpDeps): Reg
           .min(1)
           .max(32_768)
           .optional()
-          .describe('Most tokens to generate (default 2048)'),
+          .describe('Most tokens to generate (default 4096, as in the Python original)'),
         temperature: z
           .number()
           .min(0)
@@ -47,7 +47,7 @@ export function registerLocalCompleteTool(server: McpServer, deps: McpDeps): Reg
           model: args.model,
           endpoint: args.endpoint,
           system: args.system,
-          maxTokens: args.max_tokens ?? 2048,
+          maxTokens: args.max_tokens ?? 4096,
           temperature: args.temperature,
         });
         if (outcome.kind === 'not_ready') return notReadyResult(outcome.resolution);

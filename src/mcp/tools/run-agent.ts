@@ -84,7 +84,7 @@ export const runAgentInput = {
     .array(z.string())
     .optional()
     .describe(
-      'Tools the delegate may use without asking (default Read, Edit, Write, Glob, Grep, Bash); agent-spawning tools are always removed',
+      'Tools the delegate may use without asking (default Read, Edit, Write, Glob, Grep, Bash, WebFetch); agent-spawning tools are always removed',
     ),
   system_prompt_append: z
     .string()
