@@ -68,7 +68,11 @@ async function routeForEndpoint(
   );
   if (resolution.kind !== 'ready') {
     throw new LocalAgentsError(
-      resolution.kind === 'config_error' ? 'CONFIG_INVALID' : 'MODEL_NOT_RUNNING',
+      resolution.kind === 'config_error'
+        ? 'CONFIG_INVALID'
+        : resolution.kind === 'unknown_endpoint'
+          ? 'BAD_ARGUMENT'
+          : 'MODEL_NOT_RUNNING',
       resolution.message,
     );
   }

@@ -40,6 +40,8 @@ export type Resolution =
       servedNow: { endpoint: string; models: string[] }[];
       message: string;
     }
+  /** The request named an endpoint models.yaml does not have: a wrong argument, not a model to bring up. */
+  | { kind: 'unknown_endpoint'; endpoint: string; known: string[]; message: string }
   | { kind: 'config_error'; issues: ConfigIssue[]; message: string };
 
 export type ReadyResolution = Extract<Resolution, { kind: 'ready' }>;
@@ -211,13 +213,13 @@ export function resolveModel(
     request.endpoint !== undefined &&
     !config.endpoints.some((endpoint) => endpoint.name === request.endpoint)
   ) {
-    const names = config.endpoints.map((endpoint) => endpoint.name).join(', ');
-    return unavailable(
-      request.model ?? request.endpoint,
-      undefined,
-      probes,
-      `There is no endpoint named "${request.endpoint}" (configured: ${names}).`,
-    );
+    const known = config.endpoints.map((endpoint) => endpoint.name);
+    return {
+      kind: 'unknown_endpoint',
+      endpoint: request.endpoint,
+      known,
+      message: `There is no endpoint named "${request.endpoint}" (configured: ${known.join(', ')}).`,
+    };
   }
   const name = request.model ?? config.defaults.model;
   if (name === undefined) {

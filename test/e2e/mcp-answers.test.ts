@@ -261,9 +261,13 @@ describe('MCP answers', () => {
       endpoint: 'nowhere',
     });
     expect(noEndpoint.isError).toBeFalsy();
-    expect(JSON.stringify(noEndpoint.structuredContent)).toContain(
-      'no endpoint named \\"nowhere\\"',
-    );
+    // A wrong endpoint argument is said to be one, with the names that exist; nothing to bring up.
+    expect(noEndpoint.structuredContent).toMatchObject({
+      status: 'unknown_endpoint',
+      endpoint: 'nowhere',
+      known_endpoints: ['emu'],
+    });
+    expect(String(noEndpoint.structuredContent?.next)).not.toContain('bring up');
     emulator.injectFaults([{ kind: 'status', status: 500, count: 1 }]);
     const failed = await callToolRaw(client, 'local_complete', { prompt: 'Say hello.' });
     expect(failed.isError).toBe(true);

@@ -4,6 +4,15 @@ import { jsonResult } from '../results.js';
 
 /** The registry's "not running" / "config broken" answer as a normal tool answer (isError false) that tells Claude what to do. */
 export function notReadyResult(resolution: NotReadyResolution): CallToolResult {
+  if (resolution.kind === 'unknown_endpoint') {
+    return jsonResult({
+      status: 'unknown_endpoint',
+      endpoint: resolution.endpoint,
+      known_endpoints: resolution.known,
+      message: resolution.message,
+      next: `Nothing was started. Pass one of ${resolution.known.join(', ')} as endpoint, or leave it out to use any endpoint that serves the model.`,
+    });
+  }
   if (resolution.kind === 'config_error') {
     return jsonResult({
       status: 'config_error',
