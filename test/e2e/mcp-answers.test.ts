@@ -90,9 +90,21 @@ describe('MCP answers', () => {
       'local_complete',
       'register_endpoint',
       'register_model',
+      'request_model',
       'run_agent',
       'wait_job',
     ]);
+  });
+
+  it('answers request_model as the Python original did: up where and as what, or whom to ask', async () => {
+    const { client } = await startTestApp(emulatorConfig(emulator.url, MENU));
+    const up = await callTool(client, 'request_model', { model: 'tiny-qwen3' });
+    expect(up).toMatchObject({ available: true, endpoint: 'emu', host: 'test-box' });
+    expect(String(up.served_model)).toContain('tiny-qwen3');
+    expect(up.context).toBeGreaterThan(0);
+    const down = await callTool(client, 'request_model', { model: 'deepseek-v4-flash' });
+    expect(down).toMatchObject({ status: 'model_unavailable', host: 'gpu-server' });
+    expect(String(down.next)).toContain('bring up deepseek-v4-flash on gpu-server');
   });
 
   it('describes every argument of every tool for Claude', async () => {

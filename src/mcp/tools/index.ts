@@ -8,6 +8,7 @@ import { registerListJobsTool } from './list-jobs.js';
 import { registerListModelsTool } from './list-models.js';
 import { registerLocalCompleteTool } from './local-complete.js';
 import { registerRegisterEndpointTool, registerRegisterModelTool } from './register.js';
+import { registerRequestModelTool } from './request-model.js';
 import { registerRunAgentTool } from './run-agent.js';
 import { registerWaitJobTool } from './wait-job.js';
 
@@ -15,6 +16,7 @@ import { registerWaitJobTool } from './wait-job.js';
 export function registerTools(server: McpServer, deps: McpDeps): Map<string, RegisteredTool> {
   return new Map([
     ['list_models', registerListModelsTool(server, deps)],
+    ['request_model', registerRequestModelTool(server, deps)],
     ['register_endpoint', registerRegisterEndpointTool(server, deps)],
     ['register_model', registerRegisterModelTool(server, deps)],
     ['run_agent', registerRunAgentTool(server, deps)],
