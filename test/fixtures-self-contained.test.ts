@@ -10,7 +10,9 @@ import { describe, expect, it } from 'vitest';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CODE = /\.(ts|js|mjs|cjs|json)$/;
 const SKIP = new Set(['node_modules', 'dist', 'fixtures', '.git']);
-const OUTSIDE = /\.\.\/shared\b|\.\.\/\.\.\/shared\b|(?<![\w/])shared\/(fixtures|reference)\//;
+const OUTSIDE = /\.\.\/shared\b|(?<![\w/])shared\/(fixtures|reference)\//;
+/** The folder beside a developer's checkout, spelt in parts so that this file never names it itself. */
+const SHARED = ['..', 'shared'].join('/');
 
 async function listCode(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
@@ -25,11 +27,10 @@ async function listCode(dir: string): Promise<string[]> {
 }
 
 describe('the repository tests itself with nothing beside it', () => {
-  it('no source, test, benchmark or config file refers to ../shared', async () => {
+  it('no source, test, benchmark or config file refers to the folder beside the checkout', async () => {
     const roots = ['src', 'test', 'bench'].map((name) => join(ROOT, name));
-    const self = fileURLToPath(import.meta.url);
     const files = [
-      ...(await Promise.all(roots.map(listCode))).flat().filter((file) => file !== self),
+      ...(await Promise.all(roots.map(listCode))).flat(),
       join(ROOT, 'package.json'),
       join(ROOT, 'vitest.config.ts'),
       join(ROOT, 'tsconfig.json'),
@@ -56,10 +57,10 @@ describe('the repository tests itself with nothing beside it', () => {
   });
 
   it('the pattern catches what it must', () => {
-    expect(OUTSIDE.test(`new URL('../../../shared/fixtures/llama.cpp/', import.meta.url)`)).toBe(
+    expect(OUTSIDE.test(`new URL('../../${SHARED}/fixtures/llama.cpp/', import.meta.url)`)).toBe(
       true,
     );
-    expect(OUTSIDE.test('see shared/reference/backends.md')).toBe(true);
+    expect(OUTSIDE.test(`see ${['shared', 'reference', 'backends.md'].join('/')}`)).toBe(true);
     expect(OUTSIDE.test('its shared KV cache')).toBe(false);
     expect(OUTSIDE.test(`import '@modelcontextprotocol/sdk/shared/protocol.js'`)).toBe(false);
   });
