@@ -77,7 +77,6 @@ export async function receiveBody(
       // the event loop later when the stream reports its end (measured: 0.16 ms of a small request's path).
       if (size === length && scanner.finish() === 'clean') {
         sent.outgoing.end(held);
-        held = undefined;
         ended = true;
       }
     }
@@ -87,10 +86,8 @@ export async function receiveBody(
     return undefined;
   }
   const raw = Buffer.concat(chunks);
-  if (sent && clean && raw.length === length && (ended || scanner?.finish() === 'clean')) {
-    if (!ended) sent.outgoing.end(held);
-    return { raw, sent };
-  }
+  // A clean body's last chunk always reaches the check above, so a body sent whole has ended by now.
+  if (sent && ended) return { raw, sent };
   sent?.abandon();
   if (scanner && !clean) return { raw, scanned: true };
   return encoding === undefined || encoding === 'identity'
