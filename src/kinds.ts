@@ -19,9 +19,14 @@ const BACKEND_SPELLINGS: Readonly<Record<string, BackendKind>> = {
   ollama: 'other',
 };
 
+/** A `backend:` value with case and separators aside, as BACKEND_SPELLINGS keys it. */
+export function backendSpelling(value: string): string {
+  return value.toLowerCase().replace(/[\s._-]/g, '');
+}
+
 /** The kind a `backend:` value names, or undefined for a value no spelling matches. */
 export function backendKindOf(value: string): BackendKind | undefined {
-  return BACKEND_SPELLINGS[value.toLowerCase().replace(/[\s._-]/g, '')];
+  return BACKEND_SPELLINGS[backendSpelling(value)];
 }
 
 /** Claude Code's permission modes, as the delegate gets one. */

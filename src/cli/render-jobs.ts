@@ -1,15 +1,10 @@
 import type { BackendFigures, JobRecord } from '../jobs/job.js';
-import { filesChanged, summarizeJob } from '../jobs/record.js';
+import { clipText, filesChanged, summarizeJob } from '../jobs/record.js';
 import { alignColumns } from './columns.js';
 
 function elapsedSeconds(record: JobRecord, now: Date): string {
   const summary = summarizeJob(record, now);
   return summary.elapsed_s === undefined ? '-' : `${summary.elapsed_s.toFixed(1)}s`;
-}
-
-function clip(text: string, width: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length <= width ? flat : `${flat.slice(0, width - 1)}…`;
 }
 
 /** `localagents jobs`: one row per job, newest first. */
@@ -22,7 +17,7 @@ export function renderJobTable(records: JobRecord[], now: Date = new Date()): st
     record.served_model ?? record.requested_model ?? '-',
     elapsedSeconds(record, now),
     String(record.files_touched.length),
-    clip(record.task, 50),
+    clipText(record.task, 50),
   ]);
   return alignColumns([['ID', 'STATUS', 'MODEL', 'TIME', 'FILES', 'TASK'], ...rows]).join('\n');
 }
@@ -67,7 +62,7 @@ export function renderJob(
 ): string {
   const lines = [
     `job ${record.id}: ${record.status}${record.possible_no_op ? ' (possible no-op: no edits and no real report)' : ''}`,
-    `task: ${clip(record.task, 200)}`,
+    `task: ${clipText(record.task, 200)}`,
     `model: ${record.served_model ?? record.requested_model ?? '-'} on ${record.endpoint ?? '-'} (window ${record.context_tokens ?? '?'} tokens, ${record.context_source ?? '?'})`,
     `cwd: ${record.run_cwd}${record.run_cwd === record.cwd ? '' : ` (for ${record.cwd})`}`,
     `time: ${elapsedSeconds(record, now)}, ${record.turns} turns, ${record.tool_calls} tool calls`,
@@ -123,7 +118,7 @@ export function renderProgress(record: JobRecord, now: Date = new Date()): strin
   // The last tool stays in view while the model thinks or talks between calls.
   const tool =
     record.last_tool !== null && !activity.startsWith('tool ')
-      ? ` · last tool ${clip(record.last_tool, 40)}`
+      ? ` · last tool ${clipText(record.last_tool, 40)}`
       : '';
-  return `[${elapsedSeconds(record, now)}] ${record.status} · turn ${record.turns}${tool} · ${clip(activity, 90)}`;
+  return `[${elapsedSeconds(record, now)}] ${record.status} · turn ${record.turns}${tool} · ${clipText(activity, 90)}`;
 }

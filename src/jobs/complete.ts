@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LocalAgentsError } from '../errors.js';
-import { httpExchange } from '../registry/probe-http.js';
+import { httpExchange, parseJson } from '../registry/probe-http.js';
 import { routeConfigFor, type ReadyEndpoint } from './ready-endpoint.js';
 import type { JobShim } from './run-job.js';
 
@@ -40,14 +40,6 @@ const ErrorSchema = z.looseObject({
 const COMPLETE_TIMEOUT_MS = 100_000;
 const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
-function parse(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
 export async function completeOnce(
   shim: JobShim,
   ready: ReadyEndpoint,
@@ -79,7 +71,7 @@ export async function completeOnce(
         { hint: 'check with list_models that the endpoint is up, or ask for fewer max_tokens' },
       );
     }
-    const body = parse(answer.body);
+    const body = parseJson(answer.body);
     const message = MessageSchema.safeParse(body);
     if (answer.status === 200 && message.success) {
       return {

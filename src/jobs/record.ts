@@ -129,9 +129,10 @@ function nextStep(record: JobRecord): string {
   }
 }
 
-function clipTask(task: string): string {
-  const flat = task.replace(/\s+/g, ' ').trim();
-  return flat.length <= SUMMARY_TASK_CHARS ? flat : `${flat.slice(0, SUMMARY_TASK_CHARS - 1)}…`;
+/** Text on one line, at most `width` characters (the last an ellipsis when cut): tasks in answers and tables. */
+export function clipText(text: string, width: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= width ? flat : `${flat.slice(0, width - 1)}…`;
 }
 
 function summarizeWorktree(record: JobRecord): JobSummary['worktree'] {
@@ -155,7 +156,7 @@ export function summarizeJob(record: JobRecord, now: Date = new Date()): JobSumm
   const summary: Omit<JobSummary, 'next'> = {
     id: record.id,
     status: record.status,
-    task: clipTask(record.task),
+    task: clipText(record.task, SUMMARY_TASK_CHARS),
   };
   if (model !== null) summary.model = model;
   if (record.endpoint !== null) summary.endpoint = record.endpoint;

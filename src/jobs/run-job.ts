@@ -98,7 +98,7 @@ interface JobRun {
   transcriptFile: Appender;
   eventsFile: Appender;
   startedAt: Date;
-  route: { baseUrl: string; stats(): RouteStats; close(): Promise<void> | void } | undefined;
+  route: ReturnType<JobShim['addRoute']> | undefined;
   metricsBefore: Promise<MetricsSnapshot | undefined>;
   /** Taken while claude starts; compared at the end so edits made through Bash count as edits too. */
   treeBefore: Promise<string | undefined>;

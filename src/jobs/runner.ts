@@ -55,6 +55,13 @@ export function createRunner(deps: RunnerDeps): Runner {
   const byEndpoint = new Map<string, Set<ActiveJob>>();
   let closed = false;
 
+  /** The registry's answer for a model and endpoint, either left out when not given. */
+  const resolve = (model: string | undefined, endpoint: string | undefined) =>
+    deps.registry.resolve({
+      ...(model === undefined ? {} : { model }),
+      ...(endpoint === undefined ? {} : { endpoint }),
+    });
+
   const get = async (id: string): Promise<JobRecord> =>
     active.get(validateJobId(id))?.record ?? deps.store.read(id);
 
@@ -72,10 +79,7 @@ export function createRunner(deps: RunnerDeps): Runner {
     // No model named: the resolver applies defaults.model (its one home).
     const model = previous?.served_model ?? request.model;
     const endpoint = previous?.endpoint ?? request.endpoint;
-    const resolution = await deps.registry.resolve({
-      ...(model === undefined ? {} : { model }),
-      ...(endpoint === undefined ? {} : { endpoint }),
-    });
+    const resolution = await resolve(model, endpoint);
     if (resolution.kind !== 'ready') return { kind: 'not_ready', resolution };
     const ready = readyEndpoint(resolution);
 
@@ -166,10 +170,7 @@ export function createRunner(deps: RunnerDeps): Runner {
   const complete = async (
     request: CompleteRequest & { model?: string | undefined; endpoint?: string | undefined },
   ): Promise<CompleteOutcome> => {
-    const resolution = await deps.registry.resolve({
-      ...(request.model === undefined ? {} : { model: request.model }),
-      ...(request.endpoint === undefined ? {} : { endpoint: request.endpoint }),
-    });
+    const resolution = await resolve(request.model, request.endpoint);
     if (resolution.kind !== 'ready') return { kind: 'not_ready', resolution };
     const completion = await completeOnce(
       await deps.shim(),

@@ -1,5 +1,5 @@
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
-import { backendKindOf } from '../kinds.js';
+import { backendKindOf, backendSpelling } from '../kinds.js';
 import { describeIssue, formatPath, suggestKey } from './config-messages.js';
 import { KNOWN_KEYS, LayerSchema, type Layer } from './config-schema.js';
 import type { ConfigIssue } from './config-types.js';
@@ -97,7 +97,7 @@ function backendWarnings(file: string, layer: Layer, lineOf: ParsedLayer['lineOf
           fix: 'write one of llama.cpp, vllm, ollama, other',
         },
       ];
-    if (value.toLowerCase() === 'ollama')
+    if (backendSpelling(value) === 'ollama')
       return [
         {
           ...where,
