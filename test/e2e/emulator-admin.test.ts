@@ -1,6 +1,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { startEmulator, type EmulatorOptions } from '../../src/emulator/emulator.js';
 import { parseSse, type SseMessage } from '../support/llama-fixtures.js';
+import { messagesBody } from '../support/messages-body.js';
 import { waitFor } from '../support/wait.js';
 
 async function emulator(options: EmulatorOptions = {}) {
@@ -149,11 +150,7 @@ describe('POST /_emulator/faults', () => {
     const request = fetch(`${emu.url}/v1/messages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'm',
-        max_tokens: 8,
-        messages: [{ role: 'user', content: 'hi' }],
-      }),
+      body: messagesBody({ stream: false }),
       signal: controller.signal,
     }).catch(() => 'aborted');
     await waitFor(() => emu.heldRequests() === 1, { what: 'the request held' });

@@ -11,6 +11,7 @@ import {
   emulatorConfig,
   runningClaudePids,
   startTestApp,
+  type TestApp,
 } from '../support/mcp-client.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
@@ -22,6 +23,20 @@ beforeAll(async () => {
 });
 resetEmulatorAfterEach(() => emulator);
 afterAll(() => emulator.close());
+
+/** Starts a job whose first backend request the emulator holds; resolves with its id once it is held. */
+async function startHeldJob(client: TestApp['client']): Promise<string> {
+  emulator.injectFaults([{ kind: 'hold' }]);
+  const started = await callTool(client, 'run_agent', {
+    task: 'Write hello.txt.',
+    cwd: await tempDir(),
+  });
+  await waitFor(() => emulator.heldRequests() === 1, {
+    timeoutMs: 30_000,
+    what: 'the job’s first request held',
+  });
+  return String(started.id);
+}
 
 describe('job lifecycle', () => {
   it('stops a job at its timeout and leaves no claude process behind', async () => {
@@ -48,16 +63,7 @@ describe('job lifecycle', () => {
 
   it('takes the original’s wait_job timeout_s 120, saying how long it waited while the job runs', async () => {
     const { client } = await startTestApp(emulatorConfig(emulator.url));
-    emulator.injectFaults([{ kind: 'hold' }]);
-    const started = await callTool(client, 'run_agent', {
-      task: 'Write hello.txt.',
-      cwd: await tempDir(),
-    });
-    const id = String(started.id);
-    await waitFor(() => emulator.heldRequests() === 1, {
-      timeoutMs: 30_000,
-      what: 'the request held',
-    });
+    const id = await startHeldJob(client);
     const running = await callTool(client, 'wait_job', { job_id: id, timeout_s: 1 });
     expect(running).toMatchObject({ status: 'running', waited_s: 1 });
     expect(String(running.next)).toMatch(/call wait_job again/);
@@ -117,16 +123,7 @@ describe('job lifecycle', () => {
   it('waits from another runner for a job it does not own until the job ends', async () => {
     const owner = await startTestApp(emulatorConfig(emulator.url));
     // Holds the first answer back until the other runner waits, so the job is running when it starts.
-    emulator.injectFaults([{ kind: 'hold' }]);
-    const started = await callTool(owner.client, 'run_agent', {
-      task: 'Write hello.txt.',
-      cwd: await tempDir(),
-    });
-    const id = String(started.id);
-    await waitFor(() => emulator.heldRequests() === 1, {
-      timeoutMs: 30_000,
-      what: 'the job’s first request held',
-    });
+    const id = await startHeldJob(owner.client);
     const other = await startTestApp(emulatorConfig(emulator.url), { stateDir: owner.stateDir });
     expect((await other.app.runner.get(id)).status).toBe('running');
     const progress: string[] = [];
