@@ -5,8 +5,9 @@
  * rewrite, and the first turn as Claude Code sends it (a system message to fold). Direct, pipe and shim
  * are sent in rotation, round after round, so drift on a loaded machine hits all three alike.
  * Targets, as ratios of the time each relay adds to the direct request (p50): a body that needs no rewrite
- * ≤ 1.3× what the pipe adds, one that needs a fold ≤ 2×. The emulator runs in its own process
- * (`localagents emulate`: run `npm run build` first).
+ * ≤ 1.3× what the pipe adds, one that needs a fold ≤ 2×. The emulator, the pipe and the shim each run in a process
+ * of their own, as in production (run `npm run build` first). Also printed: each relay's CPU time per request, read
+ * from its process, which holds steady on a loaded machine where wall-clock figures drift.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
@@ -14,10 +15,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, bench, describe } from 'vitest';
 import { normalizeRequest } from '../src/shim/normalize.js';
-import { createShim } from '../src/shim/server.js';
-import { emulatorProcess, firstTurnBody, pipeRelay } from './support.js';
+import { emulatorProcess, firstTurnBody, relayProcess, type RelayProcess } from './support.js';
 
-const ROUNDS = 60;
+const ROUNDS = 100;
 const dir = await mkdtemp(join(tmpdir(), 'localagents-bench-overhead-'));
 
 const emulated = await emulatorProcess([
@@ -28,19 +28,11 @@ const emulated = await emulatorProcess([
   '262144',
 ]);
 const direct = emulated.url;
-const pipeRelayed = await pipeRelay(direct);
+const pipeRelayed = await relayProcess('pipe', direct);
 const pipe = pipeRelayed.url;
-
-const shim = await createShim();
-const route = shim.addRoute({
-  backendUrl: direct,
-  backend: 'llama.cpp',
-  servedId: 'qwen-test',
-  keepaliveMs: 60_000,
-  // requests.jsonl is written as for a real job: its cost belongs in the figures.
-  logDir: await mkdtemp(join(dir, 'route-')),
-});
-const viaShim = route.baseUrl;
+// requests.jsonl is written as for a real job: its cost belongs in the figures.
+const shimRelayed = await relayProcess('shim', direct, await mkdtemp(join(dir, 'route-')));
+const viaShim = shimRelayed.url;
 
 const asSent = firstTurnBody({ model: 'qwen-test', max_tokens: 16 });
 const folded = normalizeRequest(asSent, { backend: 'llama.cpp', servedId: 'qwen-test' });
@@ -92,7 +84,22 @@ function send(base: string, body: Buffer): Promise<number> {
   });
 }
 
-const times = new Map<string, { direct: number[]; pipe: number[]; shim: number[] }>();
+interface Figures {
+  direct: number[];
+  pipe: number[];
+  shim: number[];
+  /** CPU milliseconds per request in each relay's process. */
+  cpu: { pipe: number; shim: number };
+}
+const times = new Map<string, Figures>();
+const CPU_REQUESTS = 50;
+
+/** The relay process's CPU time per request, over CPU_REQUESTS requests in a row. */
+async function cpuPerRequest(relay: RelayProcess, body: Buffer): Promise<number> {
+  const before = await relay.cpuMs();
+  for (let index = 0; index < CPU_REQUESTS; index += 1) await send(relay.url, body);
+  return ((await relay.cpuMs()) - before) / CPU_REQUESTS;
+}
 const median = (values: number[]): number =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
 
@@ -101,7 +108,7 @@ describe(`shim overhead against a bare pipe relay (${ROUNDS} interleaved rounds 
     bench(
       name,
       async () => {
-        const entry = { direct: [] as number[], pipe: [] as number[], shim: [] as number[] };
+        const entry: Figures = { direct: [], pipe: [], shim: [], cpu: { pipe: 0, shim: 0 } };
         for (let round = 0; round < 5; round += 1) {
           await send(direct, body);
           await send(pipe, body);
@@ -112,6 +119,10 @@ describe(`shim overhead against a bare pipe relay (${ROUNDS} interleaved rounds 
           entry.pipe.push(await send(pipe, body));
           entry.shim.push(await send(viaShim, body));
         }
+        entry.cpu = {
+          pipe: await cpuPerRequest(pipeRelayed, body),
+          shim: await cpuPerRequest(shimRelayed, body),
+        };
         times.set(name, entry);
       },
       { iterations: 1, time: 0, warmupIterations: 0 },
@@ -128,14 +139,16 @@ afterAll(async () => {
     const pipeAdds = median(entry.pipe) - base;
     const shimAdds = median(entry.shim) - base;
     const ratio = shimAdds / pipeAdds;
+    const { cpu } = entry;
     lines.push(
       `  ${name}: direct ${base.toFixed(2)} ms; pipe adds ${pipeAdds.toFixed(2)} ms, shim adds ${shimAdds.toFixed(2)} ms = ${ratio.toFixed(2)}× the pipe (target ≤ ${limit}×: ${ratio <= limit ? 'met' : 'NOT met'})`,
+      `    CPU per request: pipe ${cpu.pipe.toFixed(2)} ms, shim ${cpu.shim.toFixed(2)} ms = ${(cpu.shim / cpu.pipe).toFixed(2)}×`,
     );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
   agent.destroy();
   pipeRelayed.close();
-  await shim.close();
+  shimRelayed.close();
   emulated.child.kill();
   await rm(dir, { recursive: true, force: true });
 });

@@ -1,8 +1,8 @@
 /**
  * The same streamed requests sent straight to the emulator and through the shim, in one run: Claude Code's first
  * turn (~42 KB, a system message the shim folds) and a 1 MB body (nothing to rewrite: forwarded unparsed), each
- * answered with a ~2,000-event stream. The emulators run in their own processes (`localagents emulate`, so run
- * `npm run build` first), as a real backend would; the shim runs here.
+ * answered with a ~2,000-event stream. The emulators, the shim and a bare pipe relay each run in a process of their
+ * own, as in production (`npm run build` first).
  * The shim's routes log to a temp dir, like a job's, so the request log's cost is in the figures.
  * Printed: added time to first event (p50/p99; targets <= 1 ms at 35 KB, <= 5 ms at 1 MB), time per event (on a
  * paced stream the target is no measurable addition, i.e. no buffering) and throughput, each absolute and as a
@@ -14,8 +14,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, bench, describe } from 'vitest';
 import { normalizeRequest } from '../src/shim/normalize.js';
-import { createShim } from '../src/shim/server.js';
-import { emulatorProcess, firstTurnBody, megabyteBody, pipeRelay } from './support.js';
+import {
+  emulatorProcess,
+  firstTurnBody,
+  megabyteBody,
+  relayProcess,
+  type RelayProcess,
+} from './support.js';
 
 const EVENTS = 2000;
 const dir = await mkdtemp(join(tmpdir(), 'localagents-bench-'));
@@ -40,21 +45,10 @@ const emulator = (decodeTokensPerSecond: number) =>
 
 const instant = await emulator(0);
 const paced = await emulator(8000);
-const pipe = await pipeRelay(instant.url);
-const shim = await createShim();
-const routeOf = async (url: string) =>
-  shim.addRoute({
-    backendUrl: url,
-    backend: 'llama.cpp',
-    servedId: 'qwen-test',
-    keepaliveMs: 60_000,
-    // requests.jsonl is written as for a real job: its cost belongs in the figures.
-    logDir: await mkdtemp(join(dir, 'route-')),
-  });
-const viaShim = {
-  instant: (await routeOf(instant.url)).baseUrl,
-  paced: (await routeOf(paced.url)).baseUrl,
-};
+const pipe = await relayProcess('pipe', instant.url);
+// requests.jsonl is written as for a real job: its cost belongs in the figures.
+const shimOf = async (url: string) => relayProcess('shim', url, await mkdtemp(join(dir, 'route-')));
+const shims = { instant: await shimOf(instant.url), paced: await shimOf(paced.url) };
 
 const firstTurn = firstTurnBody({ model: 'qwen-test', max_tokens: EVENTS + 100 });
 const megabyte = megabyteBody(firstTurn, 'qwen-test');
@@ -67,24 +61,29 @@ if (
 const agent = new Agent({ keepAlive: true });
 
 interface Sample {
-  /** CPU time of this process (client, plus the shim when it is in the path): robust on a loaded machine. */
-  cpuMs: number;
+  /** CPU time the relay's process spent on this request (0 direct): robust on a loaded machine. */
+  relayCpuMs: number;
   firstEventMs: number;
   streamMs: number;
   totalMs: number;
   text: string;
 }
 
-/** Milliseconds of CPU (user + system) this process used since `start`. */
-function cpuSince(start: NodeJS.CpuUsage): number {
-  const used = process.cpuUsage(start);
-  return (used.user + used.system) / 1000;
+/** One request to `target` (a relay, or a URL for direct); the relay's CPU is read around it, outside the timing. */
+async function send(
+  target: RelayProcess | string,
+  body: Buffer,
+  keepText = false,
+): Promise<Sample> {
+  if (typeof target === 'string') return timed(target, body, keepText);
+  const before = await target.cpuMs();
+  const sample = await timed(target.url, body, keepText);
+  return { ...sample, relayCpuMs: (await target.cpuMs()) - before };
 }
 
-function send(base: string, body: Buffer, keepText = false): Promise<Sample> {
+function timed(base: string, body: Buffer, keepText: boolean): Promise<Sample> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const cpu = process.cpuUsage();
     let first = 0;
     const chunks: Buffer[] = [];
     const req = request(`${base}/v1/messages?beta=true`, {
@@ -105,7 +104,7 @@ function send(base: string, body: Buffer, keepText = false): Promise<Sample> {
       res.on('end', () => {
         const end = performance.now();
         resolve({
-          cpuMs: cpuSince(cpu),
+          relayCpuMs: 0,
           firstEventMs: first - started,
           streamMs: end - first,
           totalMs: end - started,
@@ -135,7 +134,7 @@ for (const [name, body] of [
   ['1 MB', megabyte],
 ] as const) {
   const direct = eventsOf((await send(instant.url, body, true)).text);
-  const shimmed = eventsOf((await send(viaShim.instant, body, true)).text);
+  const shimmed = eventsOf((await send(shims.instant, body, true)).text);
   if (direct.length < EVENTS || JSON.stringify(direct) !== JSON.stringify(shimmed)) {
     throw new Error(
       `${name}: the shim changed the stream (${direct.length} vs ${shimmed.length} events)`,
@@ -171,12 +170,12 @@ for (const [name, body] of [
     );
     bench(
       'through a bare pipe relay (floor)',
-      async () => record(`${name}, unpaced/pipe`, await send(pipe.url, body)),
+      async () => record(`${name}, unpaced/pipe`, await send(pipe, body)),
       options,
     );
     bench(
       'through the shim',
-      async () => record(`${name}, unpaced/shim`, await send(viaShim.instant, body)),
+      async () => record(`${name}, unpaced/shim`, await send(shims.instant, body)),
       options,
     );
   });
@@ -196,7 +195,7 @@ for (const [name, body] of [
     );
     bench(
       'through the shim',
-      async () => record(`${name} paced at 8000 events/s/shim`, await send(viaShim.paced, body)),
+      async () => record(`${name} paced at 8000 events/s/shim`, await send(shims.paced, body)),
       slow,
     );
   });
@@ -221,7 +220,7 @@ function report(name: string): string[] {
     piped.length > 0 ? `; bare pipe relay ${signed(median(first(piped)) - d50, ms)}` : '';
   const [dEvent, sEvent] = [perEvent(direct), perEvent(shimmed)];
   const [dRate, sRate] = [eventsPerS(direct), eventsPerS(shimmed)];
-  const cpuAdded = median(shimmed.map((s) => s.cpuMs)) - median(direct.map((s) => s.cpuMs));
+  const cpu = (list: Sample[]) => median(list.map((s) => s.relayCpuMs));
   return [
     `  ${name} (${direct.length}/${shimmed.length} samples):`,
     `    first event  p50 ${ms(d50)} direct, ${ms(s50)} shim (added ${signed(s50 - d50, ms)}${floor}); ` +
@@ -231,7 +230,10 @@ function report(name: string): string[] {
       (piped.length > 0
         ? `; pipe ${eventsPerS(piped).toFixed(0)} events/s: shim ${(sRate / eventsPerS(piped)).toFixed(2)}× the pipe (target ≥ 0.9×: ${sRate / eventsPerS(piped) >= 0.9 ? 'met' : 'NOT met'})`
         : ''),
-    `    shim CPU     ${signed(cpuAdded, ms)} per request`,
+    `    relay CPU    shim ${ms(cpu(shimmed))} per request` +
+      (piped.length > 0
+        ? `, pipe ${ms(cpu(piped))} (${(cpu(shimmed) / cpu(piped)).toFixed(2)}× the pipe)`
+        : ''),
   ];
 }
 
@@ -241,7 +243,8 @@ afterAll(async () => {
   process.stdout.write(`${lines.join('\n')}\n`);
   agent.destroy();
   pipe.close();
-  await shim.close();
+  shims.instant.close();
+  shims.paced.close();
   instant.child.kill();
   paced.child.kill();
   await rm(dir, { recursive: true, force: true });

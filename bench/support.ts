@@ -1,16 +1,17 @@
 /**
  * What the shim benchmarks share: the emulator in its own process (a real backend is another process), a
- * bare `req.pipe()` relay as the floor of any extra HTTP hop, and the request bodies they send.
+ * bare `req.pipe()` relay as the floor of any extra HTTP hop and the shim, each in its own process too, and the
+ * request bodies they send.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { Agent, createServer, request } from 'node:http';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { normalizeRequest, type AnthropicRequest } from '../src/shim/normalize.js';
 
 const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const RELAY = fileURLToPath(new URL('./relay-process.js', import.meta.url));
 
 /** `localagents emulate --port 0 …flags` in a child process (`npm run build` first); its URL is the first stdout line. */
 export async function emulatorProcess(
@@ -21,36 +22,38 @@ export async function emulatorProcess(
   return { url: line.trim(), child };
 }
 
-/** The floor for any extra HTTP hop on this machine: a relay that inspects and rewrites nothing. */
-export async function pipeRelay(target: string): Promise<{ url: string; close(): void }> {
-  const upstreamAgent = new Agent({ keepAlive: true });
-  const url = new URL(target);
-  const server = createServer((req, res) => {
-    const outgoing = request(
-      {
-        host: url.hostname,
-        port: url.port,
-        path: req.url,
-        method: req.method,
-        headers: req.headers,
-        agent: upstreamAgent,
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    req.pipe(outgoing);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
+export interface RelayProcess {
+  url: string;
+  /** CPU time (user + system) the relay's process has used so far, in milliseconds. */
+  cpuMs(): Promise<number>;
+  close(): void;
+}
+
+/**
+ * A relay in its own process (`relay-process.js`): `pipe`, the floor for any extra HTTP hop on this machine, or
+ * `shim`, one route of the built shim logging to `logDir` like a job's (`npm run build` first).
+ */
+export async function relayProcess(
+  kind: 'pipe' | 'shim',
+  backendUrl: string,
+  logDir?: string,
+): Promise<RelayProcess> {
+  const child = spawn(
+    process.execPath,
+    [RELAY, kind, backendUrl, ...(logDir === undefined ? [] : [logDir])],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const lines = createInterface({ input: child.stdout });
+  const next = async (): Promise<string> => ((await once(lines, 'line')) as [string])[0];
+  const url = (await next()).trim();
   return {
-    url: `http://127.0.0.1:${address.port}`,
-    close: () => {
-      server.close();
-      upstreamAgent.destroy();
+    url,
+    cpuMs: async () => {
+      const answer = next();
+      child.stdin.write('cpu\n');
+      return Number(await answer);
     },
+    close: () => child.stdin.end(),
   };
 }
 

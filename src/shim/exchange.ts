@@ -4,6 +4,7 @@ import type { RequestLogLine } from './log.js';
 import type { AnthropicRequest } from './normalize.js';
 import type { RouteRuntime } from './route.js';
 import { countInStats } from './route.js';
+import { createCancellation, type Cancellation } from './upstream.js';
 
 /** One request on one route: the client's request and response, and the log line built up as it goes. */
 export interface Exchange {
@@ -12,8 +13,8 @@ export interface Exchange {
   res: ServerResponse;
   /** Path below `/j/<token>`, query kept. */
   path: string;
-  /** Aborted when the client goes away or the route closes: passed to the backend request. */
-  signal: AbortSignal;
+  /** Cancelled when the client goes away or the route closes: ends the backend request. */
+  cancellation: Cancellation;
   startedAt: number;
   line: RequestLogLine;
   /** Bookkeeping deferred off the hot path, run at the latest just before the line is written. */
@@ -28,18 +29,18 @@ export function createExchange(
   res: ServerResponse,
   path: string,
 ): Exchange {
-  const controller = new AbortController();
-  const onRouteAbort = (): void => {
-    controller.abort();
+  const { cancellation, cancel } = createCancellation();
+  const abandon = (): void => {
+    cancel();
     if (!res.writableEnded) res.destroy();
   };
-  route.abort.signal.addEventListener('abort', onRouteAbort, { once: true });
+  route.open.add(abandon);
   const exchange: Exchange = {
     route,
     req,
     res,
     path,
-    signal: controller.signal,
+    cancellation,
     startedAt: performance.now(),
     beforeLog: [],
     request: () => undefined,
@@ -72,11 +73,11 @@ export function createExchange(
     },
   };
   res.once('close', () => {
-    route.abort.signal.removeEventListener('abort', onRouteAbort);
+    route.open.delete(abandon);
     // The client went away (or the route closed) before the answer was complete: stop the backend's generation.
     if (!res.writableFinished) {
       exchange.line.aborted = true;
-      controller.abort();
+      cancel();
     }
   });
   return exchange;

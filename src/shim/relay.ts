@@ -128,10 +128,10 @@ async function attempt(
         path: exchange.path,
         headers: forwardHeaders(req.headers, route.upstream, body?.length),
         body,
-        signal: exchange.signal,
+        cancellation: exchange.cancellation,
       }));
   } catch (error) {
-    if (exchange.signal.aborted) return { kind: 'gone' };
+    if (exchange.cancellation.cancelled) return { kind: 'gone' };
     // Not a socket reset: Claude Code retries a 502 like any 5xx (contract §3.1).
     const message = describeConnectError(error, route.upstream.url);
     sendClientError(exchange, { status: 502, type: 'api_error', message }, String(error));
@@ -145,7 +145,7 @@ async function attempt(
     text = (await readBody(upstream, MAX_ERROR_BYTES)).toString('utf8');
   } catch (error) {
     // The client left (the backend request was aborted) or the backend died mid-answer.
-    if (exchange.signal.aborted) return { kind: 'gone' };
+    if (exchange.cancellation.cancelled) return { kind: 'gone' };
     text = `backend answered ${status} and then closed the connection: ${String(error)}`;
   }
   return { kind: 'error', error: classifyBackendError(status, text), text };

@@ -51,7 +51,7 @@ async function countTokens(exchange: Exchange, body: Buffer): Promise<number | u
       path: '/v1/messages/count_tokens',
       headers: forwardHeaders(req.headers, route.upstream, body.length),
       body,
-      signal: exchange.signal,
+      cancellation: exchange.cancellation,
     });
     const text = (await readBody(response, 1024 * 1024)).toString('utf8');
     if ((response.statusCode ?? 500) >= 400) return undefined;

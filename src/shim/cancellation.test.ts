@@ -1,0 +1,18 @@
+import { describe, expect, it } from 'vitest';
+import { createCancellation } from './upstream.js';
+
+describe('createCancellation', () => {
+  it('runs each subscribed stop once, and a late subscriber at once', () => {
+    const { cancellation, cancel } = createCancellation();
+    const calls: string[] = [];
+    cancellation.onCancel(() => calls.push('first'));
+    const unsubscribe = cancellation.onCancel(() => calls.push('unsubscribed'));
+    unsubscribe();
+    expect(cancellation.cancelled).toBe(false);
+    cancel();
+    cancel();
+    expect(cancellation.cancelled).toBe(true);
+    cancellation.onCancel(() => calls.push('late'));
+    expect(calls).toEqual(['first', 'late']);
+  });
+});
