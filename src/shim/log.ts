@@ -114,7 +114,21 @@ function fullLine(line: FullRequestLine): Buffer {
   return Buffer.concat([Buffer.from(`${head.slice(0, -1)},"body":`), body, Buffer.from('}\n')]);
 }
 
-/** Appends through one write stream per file: ordered, and the event loop never waits on the disk. */
+/**
+ * Lines wait up to this long to be written together. Each write is a round trip to libuv's thread pool (measured
+ * with strace: 5 futex calls, an eventfd write and read and an extra event-loop wake per request), which on a
+ * busy two-core machine costs the next request more than everything else the log does.
+ */
+const FLUSH_AFTER_MS = 200;
+/** …or until this much is waiting (a few full-body lines), whichever comes first. */
+const FLUSH_AT_BYTES = 256 * 1024;
+
+type LogFile = 'lines' | 'full';
+
+/**
+ * Appends through one write stream per file, in batches: ordered, and the event loop never waits on the disk.
+ * What is appended is on disk within FLUSH_AFTER_MS, and all of it once `close()` resolves.
+ */
 export function createRequestLog(
   dir: string,
   options: { full: boolean; diagnostics: Diagnostics },
@@ -146,21 +160,42 @@ export function createRequestLog(
     return stream;
   }
 
-  function write(pick: 'lines' | 'full', data: string | Buffer): void {
+  const pending: Record<LogFile, Buffer[]> = { lines: [], full: [] };
+  let pendingBytes = 0;
+  let timer: NodeJS.Timeout | undefined;
+
+  function flush(): void {
+    clearTimeout(timer);
+    timer = undefined;
+    pendingBytes = 0;
+    for (const file of ['lines', 'full'] as const) {
+      if (pending[file].length === 0) continue;
+      const data = Buffer.concat(pending[file]);
+      pending[file] = [];
+      void ready.then((streams) => {
+        const stream = streams?.[file];
+        if (stream && !failed) stream.write(data);
+      });
+    }
+  }
+
+  function write(file: LogFile, data: Buffer): void {
     if (failed || closed) return;
-    void ready.then((streams) => {
-      const stream = streams?.[pick];
-      if (stream && !failed) stream.write(data);
-    });
+    pending[file].push(data);
+    pendingBytes += data.length;
+    if (pendingBytes >= FLUSH_AT_BYTES) flush();
+    // Unref'd: a log waiting to be flushed never keeps the process alive (close() flushes it).
+    else timer ??= setTimeout(flush, FLUSH_AFTER_MS).unref();
   }
 
   return {
-    append: (line) => write('lines', `${JSON.stringify(line)}\n`),
+    append: (line) => write('lines', Buffer.from(`${JSON.stringify(line)}\n`)),
     appendFull: (line) => {
       if (options.full) write('full', fullLine(line));
     },
     async close() {
       if (closed) return;
+      flush();
       closed = true;
       const streams = await ready;
       if (!streams) return;

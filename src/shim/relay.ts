@@ -54,14 +54,16 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
     }
     const body = normalized.kind === 'rewritten' ? normalized.body : raw;
     if (normalized.kind === 'rewritten') exchange.line.rewrites.push(...normalized.rewrites);
-    exchange.route.log?.appendFull({
-      kind: 'request_body',
-      ts: exchange.line.ts,
-      seq: exchange.line.seq,
-      path,
-      headers: redactHeaders(req.headers),
-      body,
-    });
+    // Built only when asked for: redacting the headers is work every request would otherwise pay.
+    if (exchange.route.config.dumpFullRequests)
+      exchange.route.log?.appendFull({
+        kind: 'request_body',
+        ts: exchange.line.ts,
+        seq: exchange.line.seq,
+        path,
+        headers: redactHeaders(req.headers),
+        body,
+      });
     // Parsed only when needed: the fast path forwards a body nobody has parsed yet.
     let parsed = normalized.request;
     const request = (): AnthropicRequest | undefined => {
