@@ -15,6 +15,8 @@ export interface Exchange {
   path: string;
   /** Cancelled when the client goes away or the route closes: ends the backend request. */
   cancellation: Cancellation;
+  /** Cancels the backend requests, and drops the client's connection if its answer is unfinished. */
+  abandon: () => void;
   startedAt: number;
   line: RequestLogLine;
   /** Bookkeeping deferred off the hot path, run at the latest just before the line is written. */
@@ -41,6 +43,7 @@ export function createExchange(
     res,
     path,
     cancellation,
+    abandon,
     startedAt: performance.now(),
     beforeLog: [],
     request: () => undefined,

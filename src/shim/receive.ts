@@ -19,15 +19,23 @@ export interface Received {
   raw: Buffer;
   /** Set when the body was streamed to the backend as it arrived and proved to need no rewrite: already sent. */
   sent?: OpenedRequest;
+  /**
+   * The backend request opened when the client's request arrived, nothing written on it yet: the caller ends it
+   * with the body to forward (after setting its length), or abandons it.
+   */
+  unsent?: OpenedRequest;
   /** The fast-path scanner read the whole body and found it may need a rewrite: no point scanning it again. */
   scanned?: boolean;
 }
 
 /**
- * Reads the client's body. With `speculate`, a body that looks rewrite-free is forwarded while it arrives, one chunk
- * behind, so a 1 MB request does not pay a store-and-forward hop; its last chunk goes out only once the whole body
- * is known to be clean, and if it turns out to need a rewrite the unfinished request is dropped (the backend never
- * sees a complete one). Undefined when the client has been answered (or has gone).
+ * Reads the client's body. With `speculate`, the backend request is opened as the client's arrives, so its pooled
+ * connection is attached while the body is read (one turn of the event loop: 0.16 ms of a 42 KB request's path,
+ * measured end to end). A body that looks rewrite-free is forwarded while it arrives, one chunk behind, so a 1 MB
+ * request does not pay a store-and-forward hop; its last chunk goes out only once the whole body is known to be
+ * clean. One found to need a rewrite before anything was written hands the request back unsent; one found later
+ * drops it unfinished (the backend never sees a complete one). Undefined when the client has been answered (or
+ * has gone).
  */
 export async function receiveBody(
   exchange: Exchange,
@@ -42,41 +50,50 @@ export async function receiveBody(
   const scanner = canSpeculate
     ? createFastPathScanner(route.config, outputRoom(length, route.config))
     : undefined;
+  let opened = canSpeculate
+    ? openUpstream(route.upstream, {
+        method: 'POST',
+        path: exchange.path,
+        headers: forwardHeaders(req.headers, route.upstream, length),
+        cancellation: exchange.cancellation,
+      })
+    : undefined;
   const chunks: Buffer[] = [];
   let size = 0;
   let clean = scanner !== undefined;
-  let sent: OpenedRequest | undefined;
+  let written = false;
   let held: Buffer | undefined;
   let ended = false;
+  const abandon = (): void => {
+    opened?.abandon();
+    opened = undefined;
+  };
   /** Reads one chunk; false when the client has been answered (too large) and reading stops. */
   const take = (chunk: Buffer): boolean => {
     size += chunk.length;
     if (size > MAX_REQUEST_BYTES) {
-      sent?.abandon();
+      abandon();
       const message = `request body over ${MAX_REQUEST_BYTES} bytes`;
       sendClientError(exchange, { status: 413, type: 'request_too_large', message }, message);
       return false;
     }
     chunks.push(chunk);
-    if (!clean || !scanner) return true;
+    if (!clean || !scanner || !opened) return true;
     if (scanner.push(chunk) === 'rewrite') {
       clean = false;
-      sent?.abandon();
-      sent = undefined;
+      // Headers and a part of the body are out: only dropping the request keeps the backend from using it.
+      if (written) abandon();
       return true;
     }
-    sent ??= openUpstream(route.upstream, {
-      method: 'POST',
-      path: exchange.path,
-      headers: forwardHeaders(req.headers, route.upstream, length),
-      cancellation: exchange.cancellation,
-    });
-    if (held) sent.outgoing.write(held);
+    if (held) {
+      opened.outgoing.write(held);
+      written = true;
+    }
     held = chunk;
     // The whole body is here (its content-length): prove it clean and send its end now, not a turn of
     // the event loop later when the stream reports its end (measured: 0.16 ms of a small request's path).
     if (size === length && scanner.finish() === 'clean') {
-      sent.outgoing.end(held);
+      opened.outgoing.end(held);
       ended = true;
     }
     return true;
@@ -104,13 +121,14 @@ export async function receiveBody(
     req.on('error', () => undefined);
   });
   if (!complete) {
-    sent?.abandon();
+    abandon();
     return undefined;
   }
   const raw = Buffer.concat(chunks);
   // A clean body's last chunk always reaches the check above, so a body sent whole has ended by now.
-  if (sent && ended) return { raw, sent };
-  sent?.abandon();
+  if (opened && ended) return { raw, sent: opened };
+  if (opened && !written) return { raw, unsent: opened, scanned: !clean };
+  abandon();
   if (scanner && !clean) return { raw, scanned: true };
   return encoding === undefined || encoding === 'identity'
     ? { raw }

@@ -19,6 +19,7 @@ import {
   forwardHeaders,
   readBody,
   requestUpstream,
+  sendOn,
   type OpenedRequest,
 } from './upstream.js';
 
@@ -37,7 +38,7 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
   const isCount = pathname === '/v1/messages/count_tokens';
   const received = await receiveBody(exchange, req.method === 'POST' && isMessages);
   if (received === undefined) return;
-  const { raw, sent, scanned } = received;
+  const { raw, sent, unsent, scanned } = received;
   exchange.line.bytes_in = raw.length;
   if (req.method === 'POST' && (isMessages || isCount)) {
     // A body already streamed to the backend was proved clean on the way: nothing to rewrite.
@@ -45,6 +46,7 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
       ? { kind: 'untouched' }
       : normalizeRequest(raw, exchange.route.config, { scanned });
     if (normalized.kind === 'invalid') {
+      unsent?.abandon();
       sendClientError(
         exchange,
         { status: 400, type: 'invalid_request_error', message: normalized.message },
@@ -89,7 +91,7 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
       }
     });
     await (isMessages
-      ? relayMessages(exchange, request, body, sent)
+      ? relayMessages(exchange, request, body, sent ?? unsent)
       : relayCountTokens(exchange, body));
     return;
   }
@@ -114,24 +116,39 @@ type Attempt =
   | { kind: 'error'; error: BackendError; text: string }
   | { kind: 'gone' };
 
+/**
+ * The backend's answer head. `opened`, when given, was opened as the client's request arrived: either already
+ * sent whole (its body streamed as it came) or still empty, and then `body` goes out on it.
+ */
+function backendAnswer(
+  exchange: Exchange,
+  method: string,
+  body: Buffer | undefined,
+  opened: OpenedRequest | undefined,
+): Promise<IncomingMessage> {
+  if (opened?.outgoing.writableEnded) return opened.response;
+  if (opened && body) return sendOn(opened, body);
+  const { route, req } = exchange;
+  return requestUpstream(route.upstream, {
+    method,
+    path: exchange.path,
+    headers: forwardHeaders(req.headers, route.upstream, body?.length),
+    body,
+    cancellation: exchange.cancellation,
+  });
+}
+
 async function attempt(
   exchange: Exchange,
   method: string,
   body: Buffer | undefined,
-  sent?: OpenedRequest,
+  opened?: OpenedRequest,
 ): Promise<Attempt> {
-  const { route, req } = exchange;
+  const { route } = exchange;
   exchange.line.bytes_upstream = body?.length ?? 0;
   let upstream: IncomingMessage;
   try {
-    upstream = await (sent?.response ??
-      requestUpstream(route.upstream, {
-        method,
-        path: exchange.path,
-        headers: forwardHeaders(req.headers, route.upstream, body?.length),
-        body,
-        cancellation: exchange.cancellation,
-      }));
+    upstream = await backendAnswer(exchange, method, body, opened);
   } catch (error) {
     if (exchange.cancellation.cancelled) return { kind: 'gone' };
     // Not a socket reset: Claude Code retries a 502 like any 5xx (contract §3.1).
@@ -157,11 +174,11 @@ async function relayMessages(
   exchange: Exchange,
   request: () => AnthropicRequest | undefined,
   firstBody: Buffer,
-  sent: OpenedRequest | undefined,
+  opened: OpenedRequest | undefined,
 ): Promise<void> {
   let body = firstBody;
   for (let retried = false; ; retried = true) {
-    const result = await attempt(exchange, 'POST', body, retried ? undefined : sent);
+    const result = await attempt(exchange, 'POST', body, retried ? undefined : opened);
     if (result.kind === 'gone') return;
     if (result.kind === 'answer') {
       const type = result.upstream.headers['content-type'] ?? '';

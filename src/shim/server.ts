@@ -93,7 +93,9 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
           const body = anthropicErrorJson('api_error', 'internal error in the localagents shim');
           res.writeHead(500, { 'content-type': 'application/json' });
           res.end(body);
-        } else res.destroy();
+        }
+        // Whatever the handler had opened towards the backend goes too.
+        exchange.abandon();
       })
       // The log line's bookkeeping (a full parse of a fast-path body, the prompt fingerprint) waits for a timer
       // turn of the event loop: the client's next request, and every stream's bytes, go through first; the

@@ -147,10 +147,18 @@ export function openUpstream(
   outgoing.once('close', unsubscribe);
   const response = new Promise<IncomingMessage>((resolve, reject) => {
     outgoing.once('response', resolve);
-    outgoing.once('error', reject);
+    // `on`, not `once`: a request opened early can fail again when its body is written after a connect error.
+    outgoing.on('error', reject);
   });
   response.catch(() => undefined);
   return { outgoing, response, abandon: () => outgoing.destroy() };
+}
+
+/** Sends the whole body on a request opened before its body was known (nothing written on it yet). */
+export function sendOn(opened: OpenedRequest, body: Buffer): Promise<IncomingMessage> {
+  opened.outgoing.setHeader('content-length', body.length);
+  opened.outgoing.end(body);
+  return opened.response;
 }
 
 /** Resolves with the response head; the body is the caller's to stream. Rejects on connect/socket errors. */
