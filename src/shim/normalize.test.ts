@@ -236,7 +236,7 @@ describe('normalizeRequest', () => {
     expect(normalizeRequest(raw, llama)).toEqual({ kind: 'untouched' });
   });
 
-  it('parses a body the caller’s scanner already flagged, and still forwards it untouched if nothing applies', () => {
+  it('reads a body the caller’s scanner already flagged, and still forwards it untouched if nothing applies', () => {
     const raw = Buffer.from(
       JSON.stringify({
         model: 'qwen-test',
@@ -244,9 +244,53 @@ describe('normalizeRequest', () => {
         messages: [{ role: 'user', content: 'hi' }],
       }),
     );
-    const result = normalizeRequest(raw, llama, { scanned: true });
-    expect(result.kind).toBe('untouched');
-    expect(result.kind === 'untouched' && result.request?.messages).toHaveLength(1);
+    expect(normalizeRequest(raw, llama, { scanned: true })).toEqual({ kind: 'untouched' });
+  });
+
+  it('re-serialises only the members it rewrites: the tool list goes out as the client’s bytes', () => {
+    const raw = capturedBody('first-turn-request.json');
+    const sent = JSON.parse(raw.toString('utf8')) as AnthropicRequest;
+    // Spaces a re-serialisation would drop, so the test sees which bytes were kept.
+    const spaced = Buffer.from(
+      raw.toString('utf8').replace('"tools":[', '"tools" : [ ').replace(/}$/, ' }\n'),
+    );
+    const result = normalizeRequest(spaced, llama);
+    if (result.kind !== 'rewritten') throw new Error(`expected a rewrite, got ${result.kind}`);
+    const body = result.body.toString('utf8');
+    expect(body).toContain(`"tools" : [ ${JSON.stringify(sent.tools).slice(1)}`);
+    expect(body.endsWith(' }\n')).toBe(true);
+    expect(result.request).toBeUndefined();
+    expect(result.original).toEqual({ model: sent.model, messages: sent.messages.length });
+    const forwarded = JSON.parse(body) as AnthropicRequest;
+    expect(roles(forwarded)).not.toContain('system');
+    expect(forwarded.tools).toEqual(sent.tools);
+  });
+
+  it('parses the whole body when its members cannot be told apart safely (a repeated key)', () => {
+    const raw = Buffer.from(
+      '{"model":"qwen-test","messages":[{"role":"user","content":"a"}],' +
+        '"messages":[{"role":"user","content":"b"},{"role":"system","content":"s"}]}',
+    );
+    const { parsed, request } = rewritten(raw);
+    // JSON.parse keeps the last copy, as the backend's parser would.
+    expect(request?.messages).toHaveLength(1);
+    expect(blocks(parsed.messages[0]?.content).map((b) => b.text)).toEqual([
+      'b',
+      '<system>\ns\n</system>',
+    ]);
+  });
+
+  it('refuses through the full parse what the member path cannot vouch for', () => {
+    const raw = Buffer.from(
+      JSON.stringify({
+        model: 'qwen-test',
+        stream: 'yes',
+        messages: [{ role: 'system', content: 's' }],
+      }),
+    );
+    const result = normalizeRequest(raw, llama);
+    expect(result.kind).toBe('invalid');
+    if (result.kind === 'invalid') expect(result.message).toMatch(/^stream:/);
   });
 
   it('places a system message that follows a tool_use after the tool_result blocks of the next user turn', () => {

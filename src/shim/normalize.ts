@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { BackendKind } from '../kinds.js';
 import { isPlainlyUntouched } from './fast-path.js';
 import { foldSystemMessages, isRecord, needsFold } from './fold-system.js';
+import { spliceMembers, topLevelMembers, type MemberSpan } from './json-members.js';
 
 /** Names of the request rewrites, as they appear in `requests.jsonl` `rewrites`. */
 export type RewriteName =
@@ -16,11 +17,12 @@ export interface NormalizeRoute {
 }
 
 const MessageSchema = z.looseObject({ role: z.string(), content: z.unknown() });
+const MessagesSchema = z.array(MessageSchema);
 
 /** Only the fields the shim reads or rewrites; everything else rides along untouched (loose objects). */
 const RequestSchema = z.looseObject({
   model: z.string().optional(),
-  messages: z.array(MessageSchema),
+  messages: MessagesSchema,
   system: z.unknown().optional(),
   tools: z.array(z.unknown()).optional(),
   max_tokens: z.number().optional(),
@@ -36,8 +38,10 @@ export type NormalizeResult =
       kind: 'rewritten';
       body: Buffer;
       rewrites: RewriteName[];
-      request: AnthropicRequest;
-      original: AnthropicRequest;
+      /** The forwarded request, when the whole body was parsed to rewrite it (not when only members were). */
+      request?: AnthropicRequest;
+      /** What the client sent, for the request log. */
+      original: { model: string | undefined; messages: number };
     }
   | { kind: 'invalid'; message: string };
 
@@ -113,15 +117,111 @@ export function outputRoom(bodyBytes: number, route: NormalizeRoute): number | u
   return route.contextTokens - estimatePromptTokens(bodyBytes);
 }
 
-function clampedMaxTokens(request: AnthropicRequest, room: number | undefined): number | undefined {
-  if (room === undefined || request.max_tokens === undefined) return undefined;
-  if (room < 1 || request.max_tokens <= room) return undefined;
+function clampedMaxTokens(
+  maxTokens: number | undefined,
+  room: number | undefined,
+): number | undefined {
+  if (room === undefined || maxTokens === undefined) return undefined;
+  if (room < 1 || maxTokens <= room) return undefined;
   return room;
+}
+
+/** The members a rewrite reads, as the client sent them. */
+type RewriteInput = Pick<AnthropicRequest, 'messages' | 'system' | 'model' | 'max_tokens'>;
+
+type Changes = Partial<Pick<AnthropicRequest, 'messages' | 'system' | 'model' | 'max_tokens'>>;
+
+/** Which rewrites apply, and the new value of each member they change. */
+function planRewrites(
+  input: RewriteInput,
+  route: NormalizeRoute,
+  room: number | undefined,
+): { rewrites: RewriteName[]; changes: Changes } {
+  const rewrites: RewriteName[] = [];
+  const changes: Changes = {};
+  if (needsFold(input.messages)) {
+    const result = foldSystemMessages(input.messages);
+    changes.messages = result.messages;
+    if (result.folded > 0) rewrites.push('fold_system');
+    if (result.rolesMapped > 0) rewrites.push('role_map');
+  }
+  if (hasBillingBlock(input.system)) {
+    changes.system = withoutBilling(input.system);
+    rewrites.push('billing_nonce');
+  }
+  const model = mappedModel(input.model, route);
+  if (model !== undefined) {
+    changes.model = model;
+    rewrites.push('model_map');
+  }
+  const maxTokens = clampedMaxTokens(input.max_tokens, room);
+  if (maxTokens !== undefined) {
+    changes.max_tokens = maxTokens;
+    rewrites.push('clamp_max_tokens');
+  }
+  return { rewrites, changes };
+}
+
+/**
+ * The rewrite done on the members it changes alone: each is parsed, rewritten and spliced back, and everything else
+ * (Claude Code's tool list above all) goes out as sent. Checks what the full parse would check of the members it
+ * does not read, so it accepts no body the full parse refuses. Undefined when it cannot tell: a body that is not
+ * one plain object, a malformed member, or a rewrite that adds a member; the caller then parses the whole body.
+ */
+function rewriteMembers(
+  raw: Buffer,
+  route: NormalizeRoute,
+  room: number | undefined,
+): NormalizeResult | undefined {
+  const members = topLevelMembers(raw);
+  if (!members) return undefined;
+  const value = (span: MemberSpan): unknown =>
+    JSON.parse(raw.toString('utf8', span.start, span.end));
+  const messagesSpan = members.get('messages');
+  const tools = members.get('tools');
+  const stream = members.get('stream');
+  if (!messagesSpan || (tools && raw[tools.start] !== 0x5b)) return undefined;
+  if (stream && !['true', 'false'].includes(raw.toString('latin1', stream.start, stream.end)))
+    return undefined;
+  let input: RewriteInput;
+  try {
+    const messages = MessagesSchema.safeParse(value(messagesSpan));
+    const systemSpan = members.get('system');
+    const modelSpan = members.get('model');
+    const maxTokensSpan = members.get('max_tokens');
+    const model = modelSpan && value(modelSpan);
+    const maxTokens = maxTokensSpan && value(maxTokensSpan);
+    if (!messages.success || (model !== undefined && typeof model !== 'string')) return undefined;
+    if (maxTokens !== undefined && typeof maxTokens !== 'number') return undefined;
+    input = {
+      messages: messages.data,
+      system: systemSpan && value(systemSpan),
+      model,
+      max_tokens: maxTokens,
+    };
+  } catch {
+    return undefined;
+  }
+  const { rewrites, changes } = planRewrites(input, route, room);
+  if (rewrites.length === 0) return { kind: 'untouched' };
+  const replacements: Array<{ span: MemberSpan; json: string }> = [];
+  for (const [key, changed] of Object.entries(changes)) {
+    const span = members.get(key);
+    if (!span) return undefined;
+    replacements.push({ span, json: JSON.stringify(changed) });
+  }
+  return {
+    kind: 'rewritten',
+    body: spliceMembers(raw, replacements),
+    rewrites,
+    original: { model: input.model, messages: input.messages.length },
+  };
 }
 
 /**
  * Pure: the body to forward. When no rewrite applies (the common case for jobs) the raw bytes are forwarded and,
  * where the bytes alone show it (fast-path.ts), the body is not even parsed: `untouched` then carries no request.
+ * A rewrite parses and re-serialises only the members it changes where it can (rewriteMembers).
  */
 export function normalizeRequest(
   raw: Buffer,
@@ -132,37 +232,19 @@ export function normalizeRequest(
   // `scanned`: the caller's fast-path scanner already saw these bytes and found something that may need a rewrite.
   if (options.scanned !== true && isPlainlyUntouched(raw, route, room))
     return { kind: 'untouched' };
+  const spliced = rewriteMembers(raw, route, room);
+  if (spliced) return spliced;
   const parsed = parseRequest(raw);
   if (!parsed.ok) return { kind: 'invalid', message: parsed.message };
   const request = parsed.request;
-  const rewrites: RewriteName[] = [];
-  let next: AnthropicRequest = request;
-  if (needsFold(request.messages)) {
-    const result = foldSystemMessages(request.messages);
-    next = { ...next, messages: result.messages };
-    if (result.folded > 0) rewrites.push('fold_system');
-    if (result.rolesMapped > 0) rewrites.push('role_map');
-  }
-  if (hasBillingBlock(request.system)) {
-    next = { ...next, system: withoutBilling(request.system) };
-    rewrites.push('billing_nonce');
-  }
-  const model = mappedModel(request.model, route);
-  if (model !== undefined) {
-    next = { ...next, model };
-    rewrites.push('model_map');
-  }
-  const maxTokens = clampedMaxTokens(request, room);
-  if (maxTokens !== undefined) {
-    next = { ...next, max_tokens: maxTokens };
-    rewrites.push('clamp_max_tokens');
-  }
+  const { rewrites, changes } = planRewrites(request, route, room);
   if (rewrites.length === 0) return { kind: 'untouched', request };
+  const next: AnthropicRequest = { ...request, ...changes };
   return {
     kind: 'rewritten',
     body: Buffer.from(JSON.stringify(next)),
     rewrites,
     request: next,
-    original: request,
+    original: { model: request.model, messages: request.messages.length },
   };
 }

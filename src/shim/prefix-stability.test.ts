@@ -15,7 +15,7 @@ function forwarded(name: string, edit?: (body: Record<string, unknown>) => void)
   const result = normalizeRequest(raw, { backend: 'llama.cpp', servedId: 'qwen-test' });
   if (result.kind === 'invalid') throw new Error(result.message);
   if (result.request) return result.request;
-  const parsed = parseRequest(raw);
+  const parsed = parseRequest(result.kind === 'rewritten' ? result.body : raw);
   if (!parsed.ok) throw new Error(parsed.message);
   return parsed.request;
 }

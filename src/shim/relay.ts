@@ -70,7 +70,7 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
     let parsed = normalized.request;
     const request = (): AnthropicRequest | undefined => {
       if (parsed) return parsed;
-      const result = parseRequest(raw);
+      const result = parseRequest(body);
       parsed = result.ok ? result.request : undefined;
       return parsed;
     };
@@ -82,7 +82,9 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
       if (!forwarded) return;
       describeRequest(
         exchange,
-        normalized.kind === 'rewritten' ? normalized.original : forwarded,
+        normalized.kind === 'rewritten'
+          ? normalized.original
+          : { model: forwarded.model, messages: forwarded.messages.length },
         forwarded,
       );
       if (isMessages) {
@@ -98,17 +100,18 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
   await relayOther(exchange, raw);
 }
 
+/** `original`: what the client sent of what rewrites change; the tool list is never rewritten. */
 function describeRequest(
   exchange: Exchange,
-  original: AnthropicRequest,
+  original: { model: string | undefined; messages: number },
   request: AnthropicRequest,
 ): void {
   const { line } = exchange;
   line.model = original.model ?? null;
   line.upstream_model = request.model ?? null;
   line.stream = request.stream === true;
-  line.messages = original.messages.length;
-  line.tools = original.tools?.length ?? 0;
+  line.messages = original.messages;
+  line.tools = request.tools?.length ?? 0;
 }
 
 type Attempt =
