@@ -124,7 +124,8 @@ export async function receiveBody(
     abandon();
     return undefined;
   }
-  const raw = Buffer.concat(chunks);
+  // One chunk (most bodies): no copy.
+  const raw = chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks);
   // A clean body's last chunk always reaches the check above, so a body sent whole has ended by now.
   if (opened && ended) return { raw, sent: opened };
   if (opened && !written) return { raw, unsent: opened, scanned: !clean };

@@ -47,11 +47,6 @@ export function relayStream(exchange: Exchange, upstream: IncomingMessage): Prom
   };
   const commit = (): void => writeHead(exchange, 200, headers);
   let pinged = false;
-  let corked = false;
-  const uncork = (): void => {
-    corked = false;
-    res.uncork();
-  };
 
   return new Promise((resolve) => {
     let finished = false;
@@ -92,14 +87,8 @@ export function relayStream(exchange: Exchange, upstream: IncomingMessage): Prom
       if (!out) return;
       commit();
       timer?.refresh();
-      // One socket read of the backend can hold hundreds of token chunks, each a 'data' event in this same
-      // tick: corked until the tick ends, they leave in one writev instead of one syscall each. Nothing
-      // waits for a later tick, so no byte is held back.
-      if (!corked) {
-        corked = true;
-        res.cork();
-        process.nextTick(uncork);
-      }
+      // No cork here: Node's response already corks its socket until the tick ends on each write, so the
+      // token chunks of one backend read leave in one writev.
       if (!writeBody(exchange, out)) {
         upstream.pause();
         res.once('drain', () => upstream.resume());
