@@ -4,7 +4,8 @@
  * what is timed: a small request and Claude Code's first turn already folded (~32 KB), neither needing a
  * rewrite, and the first turn as Claude Code sends it (a system message to fold). Direct, pipe and shim
  * are sent in rotation, round after round, so drift on a loaded machine hits all three alike.
- * Targets, as ratios of the time each relay adds to the direct request (p50): a body that needs no rewrite
+ * Targets, as ratios of the time each relay adds to the direct request (p50 of the per-round differences, 300
+ * rounds): a body that needs no rewrite
  * ≤ 1.3× what the pipe adds, one that needs a fold ≤ 2×. The emulator, the pipe and the shim each run in a process
  * of their own, as in production (run `npm run build` first). Also printed: each relay's CPU time per request, read
  * from its process, which holds steady on a loaded machine where wall-clock figures drift.
@@ -17,7 +18,7 @@ import { afterAll, bench, describe } from 'vitest';
 import { normalizeRequest } from '../src/shim/normalize.js';
 import { emulatorProcess, firstTurnBody, relayProcess, type RelayProcess } from './support.js';
 
-const ROUNDS = 100;
+const ROUNDS = 300;
 const dir = await mkdtemp(join(tmpdir(), 'localagents-bench-overhead-'));
 
 const emulated = await emulatorProcess([
@@ -136,8 +137,12 @@ afterAll(async () => {
     const entry = times.get(name);
     if (!entry) continue;
     const base = median(entry.direct);
-    const pipeAdds = median(entry.pipe) - base;
-    const shimAdds = median(entry.shim) - base;
+    // Paired: each round's relay time less the same round's direct time, so the backend's own jitter
+    // (a 42 KB prompt takes the emulator 3-5 ms) and drift on a loaded machine cancel out.
+    const added = (times: number[]): number =>
+      median(times.map((time, round) => time - (entry.direct[round] ?? Number.NaN)));
+    const pipeAdds = added(entry.pipe);
+    const shimAdds = added(entry.shim);
     const ratio = shimAdds / pipeAdds;
     const { cpu } = entry;
     lines.push(
