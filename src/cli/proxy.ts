@@ -70,7 +70,7 @@ async function routeForEndpoint(
     throw new LocalAgentsError(
       resolution.kind === 'config_error'
         ? 'CONFIG_INVALID'
-        : resolution.kind === 'unknown_endpoint'
+        : resolution.kind === 'unknown_endpoint' || resolution.kind === 'ambiguous'
           ? 'BAD_ARGUMENT'
           : 'MODEL_NOT_RUNNING',
       resolution.message,

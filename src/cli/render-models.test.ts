@@ -67,17 +67,26 @@ const snapshot: RegistrySnapshot = {
     {
       name: 'qwen3.8-27b',
       notes: 'default coder',
+      available: true,
       running: true,
       served_as: 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL',
       endpoint: 'workstation',
     },
-    { name: 'glm-5', host: 'gpu-server', notes: 'needs both GPUs', running: false },
+    {
+      name: 'glm-5',
+      host: 'gpu-server',
+      notes: 'needs both GPUs',
+      available: false,
+      running: false,
+    },
     {
       name: 'deepseek',
+      available: true,
       running: true,
       served_as: 'deepseek-v4-flash',
       endpoint: 'gpu-server',
       context: 65536,
+      context_source: 'menu',
     },
   ],
 };
@@ -164,24 +173,29 @@ describe('modelsJson', () => {
     expect(json.models['glm-5']).toEqual({
       notes: 'needs both GPUs',
       host: 'gpu-server',
+      available: false,
       running: false,
     });
     expect(json.models['qwen3.8-27b']).toEqual({
       notes: 'default coder',
       host: null,
+      available: true,
       running: true,
       served_as: 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL',
       endpoint: 'workstation',
     });
   });
 
-  it('leaves the menu context override out of the documented shape', () => {
+  it('carries the window a job would get, and where it comes from', () => {
     expect(modelsJson(snapshot).models.deepseek).toEqual({
       notes: null,
       host: null,
+      available: true,
       running: true,
       served_as: 'deepseek-v4-flash',
       endpoint: 'gpu-server',
+      context: 65536,
+      context_source: 'menu',
     });
   });
 

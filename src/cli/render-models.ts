@@ -52,8 +52,7 @@ export function modelsJson(snapshot: RegistrySnapshot): ModelsJson {
       snapshot.endpoints.map((probe) => [probe.name, endpointJson(probe)]),
     ),
     models: Object.fromEntries(
-      // The --json shape has no menu context: the override shows in the table and in resolutions.
-      snapshot.models.map(({ name, context: _override, ...status }) => [
+      snapshot.models.map(({ name, ...status }) => [
         name,
         { notes: status.notes ?? null, host: status.host ?? null, ...status },
       ]),
@@ -123,10 +122,14 @@ export function renderModels(snapshot: RegistrySnapshot): string {
       entry.name,
       (entry.running
         ? `running on ${entry.endpoint ?? '?'} as ${entry.served_as ?? '?'}`
-        : `not running${entry.host ? ` (host ${entry.host})` : ''}`) +
+        : entry.candidates
+          ? `ambiguous: ${entry.candidates.map((c) => `${c.served_model} on ${c.endpoint}`).join(', ')}`
+          : `not running${entry.host ? ` (host ${entry.host})` : ''}`) +
         (entry.context === undefined
           ? ''
-          : `, window ${entry.context} (set by context in models.yaml)`),
+          : entry.running && entry.context_source !== 'menu'
+            ? ''
+            : `, window ${entry.context} (set by context in models.yaml)`),
       entry.notes ?? '',
     ]);
     lines.push(...table(menu));

@@ -52,6 +52,24 @@ describe('newRecordFor', () => {
     ]);
   });
 
+  it('takes max_turns and permission_mode from the menu entry over defaults, and a tool argument over both', () => {
+    const modelSettings = { max_turns: 40, permission_mode: 'bypassPermissions' as const };
+    expect(record({ modelSettings })).toMatchObject({
+      max_turns: 40,
+      permission_mode: 'bypassPermissions',
+    });
+    const argued = newRecordFor({
+      id: '20261129-000000-aaab',
+      request: { task: 'do it', cwd: '/w', maxTurns: 7, permissionMode: 'default' },
+      previous: undefined,
+      cwd: '/w',
+      isolation: 'none',
+      defaults: builtinDefaults(),
+      ready: { ...ready, modelSettings },
+    });
+    expect(argued).toMatchObject({ max_turns: 7, permission_mode: 'default' });
+  });
+
   it('records an unknown window as null rather than 0', () => {
     expect(
       record({ contextTokens: undefined, contextSource: 'unknown' }).context_tokens,

@@ -71,8 +71,9 @@ export function newRecordFor(input: NewRecordInput): JobRecord {
     task: request.task,
     cwd: input.cwd,
     isolation: input.isolation,
-    permissionMode: request.permissionMode ?? defaults.permission_mode,
-    maxTurns: request.maxTurns ?? defaults.max_turns,
+    permissionMode:
+      request.permissionMode ?? ready.modelSettings?.permission_mode ?? defaults.permission_mode,
+    maxTurns: request.maxTurns ?? ready.modelSettings?.max_turns ?? defaults.max_turns,
     timeoutS: request.timeoutS ?? defaults.timeout_s,
     requestedModel: request.model ?? input.previous?.requested_model ?? defaults.model,
     resumedFrom: input.previous?.id,

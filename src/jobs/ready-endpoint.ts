@@ -1,4 +1,4 @@
-import type { BackendKind } from '../kinds.js';
+import type { BackendKind, PermissionMode } from '../kinds.js';
 import type { ReadyResolution } from '../registry/resolve.js';
 import type { RouteConfig } from '../shim/route.js';
 
@@ -18,6 +18,15 @@ export interface ReadyEndpoint {
   contextTokens: number | undefined;
   contextSource: 'probe' | 'menu' | 'unknown';
   apiKey?: string | undefined;
+  /** The menu entry's own settings for sessions on this model (over defaults; a tool argument still wins). */
+  modelSettings?: ModelSettings | undefined;
+}
+
+export interface ModelSettings {
+  /** Applied after the endpoint's env. */
+  env?: Record<string, string> | undefined;
+  max_turns?: number | undefined;
+  permission_mode?: PermissionMode | undefined;
 }
 
 /** The part of a ready resolution a job needs, with the resolution's warnings for the record. */
@@ -31,7 +40,16 @@ export function readyEndpoint(resolution: ReadyResolution): ReadyEndpoint & { wa
     contextTokens: resolution.contextTokens,
     contextSource: resolution.contextSource,
     warnings: resolution.warnings,
+    modelSettings: modelSettingsOf(resolution),
   };
+}
+
+function modelSettingsOf({ menuEntry }: ReadyResolution): ModelSettings | undefined {
+  if (!menuEntry) return undefined;
+  const { env, max_turns, permission_mode } = menuEntry;
+  if (env === undefined && max_turns === undefined && permission_mode === undefined)
+    return undefined;
+  return { env, max_turns, permission_mode };
 }
 
 /**

@@ -225,6 +225,7 @@ async function start(run: JobRun): Promise<AsyncGenerator<unknown, void, undefin
     contextTokens: ready.contextTokens,
     timeoutS: settings.timeoutS,
     endpointEnv: ready.endpoint.env,
+    modelEnv: ready.modelSettings?.env,
   });
   // Loaded on the first job, not at start: the Agent SDK is a tenth of a second `serve` must not spend
   // before it answers the MCP handshake.

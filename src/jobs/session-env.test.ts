@@ -178,6 +178,25 @@ describe('buildSystemPromptAppend', () => {
   });
 });
 
+describe('buildSessionEnv with a menu entry env', () => {
+  it('applies the model env after the endpoint env, window variables included', () => {
+    const env = buildSessionEnv({
+      baseEnv: base,
+      servedId: 'q',
+      baseUrl: 'http://127.0.0.1:4000/j/tok',
+      contextTokens: 32768,
+      timeoutS: 60,
+      endpointEnv: { CLAUDE_CODE_MAX_RETRIES: '2', API_TIMEOUT_MS: '1000' },
+      modelEnv: { API_TIMEOUT_MS: '900000', CLAUDE_CODE_MAX_CONTEXT_TOKENS: '30000' },
+    });
+    expect(env).toMatchObject({
+      CLAUDE_CODE_MAX_RETRIES: '2',
+      API_TIMEOUT_MS: '900000',
+      CLAUDE_CODE_MAX_CONTEXT_TOKENS: '30000',
+    });
+  });
+});
+
 describe('pinnedSettingsEnv', () => {
   it('keeps the routing, window and privacy variables a job sets, and nothing of the rest', () => {
     const env = buildSessionEnv({

@@ -22,6 +22,8 @@ export interface SessionEnvInput {
   timeoutS: number;
   /** The endpoint's `env` from models.yaml: applied last, so a user can override any value. */
   endpointEnv?: Record<string, string> | undefined;
+  /** The menu entry's env: after the endpoint's, so the user's per-model choice wins. */
+  modelEnv?: Record<string, string> | undefined;
 }
 
 /** Every model variable Claude Code reads (main, aliases, small/fast, subagent) — all point at the served id. */
@@ -91,7 +93,7 @@ export function claudeCodeSettings(input: {
 
 /**
  * The child's whole environment (the SDK's `env` replaces, not merges): the parent's variables minus
- * anything Anthropic/Claude Code, then claudeCodeSettings, then the endpoint's own env.
+ * anything Anthropic/Claude Code, then claudeCodeSettings, then the endpoint's own env, then the model's.
  */
 export function buildSessionEnv(input: SessionEnvInput): Record<string, string> {
   const env: Record<string, string> = {};
@@ -104,7 +106,7 @@ export function buildSessionEnv(input: SessionEnvInput): Record<string, string> 
     contextTokens: input.contextTokens,
     job: { timeoutS: input.timeoutS },
   });
-  return { ...env, ...Object.fromEntries(settings), ...input.endpointEnv };
+  return { ...env, ...Object.fromEntries(settings), ...input.endpointEnv, ...input.modelEnv };
 }
 
 /**

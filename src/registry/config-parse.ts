@@ -11,6 +11,8 @@ export interface ParsedLayer {
   errors: ConfigIssue[];
   warnings: ConfigIssue[];
   lineOf: (path: readonly PropertyKey[]) => number | undefined;
+  /** A project file that is not ours: left out of the merge (its warning says why). */
+  ignored?: boolean;
 }
 
 /** The node at `path`, or the key of the deepest entry that exists (a missing key points at its parent). */
@@ -107,6 +109,62 @@ function backendWarnings(file: string, layer: Layer, lineOf: ParsedLayer['lineOf
       ];
     return [];
   });
+}
+
+const isMapping = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Why a document is not a localagents models.yaml, or undefined when it is one: a mapping with endpoints, models
+ * or defaults of our shape (mappings; endpoint entries mappings; menu entries empty, text, or a mapping with at
+ * least one menu key). Many repositories have a models.yaml of their own (ML model lists, codegen configs).
+ */
+export function foreignShape(value: unknown): string | undefined {
+  if (!isMapping(value)) return 'its top level is not a mapping';
+  const ours = (['endpoints', 'models', 'defaults'] as const).filter((key) => key in value);
+  if (ours.length === 0)
+    return `it has none of endpoints, models, defaults (top-level keys: ${Object.keys(value).join(', ') || 'none'})`;
+  for (const key of ours) {
+    const section = value[key];
+    if (section !== null && !isMapping(section)) return `its ${key} is not a mapping`;
+  }
+  const endpoints = isMapping(value.endpoints) ? Object.values(value.endpoints) : [];
+  if (endpoints.some((entry) => !isMapping(entry))) return 'an endpoints entry is not a mapping';
+  const menuKeys: readonly string[] = KNOWN_KEYS.model;
+  const models = isMapping(value.models) ? Object.values(value.models) : [];
+  const foreignEntry = models.find(
+    (entry) =>
+      entry !== null &&
+      typeof entry !== 'string' &&
+      !(isMapping(entry) && Object.keys(entry).some((key) => menuKeys.includes(key))),
+  );
+  if (foreignEntry !== undefined) return 'its models entries are not menu entries';
+  return undefined;
+}
+
+/**
+ * A project's ./models.yaml: read like any layer when it is a localagents file, otherwise (or when it is not even
+ * YAML) left out with a warning, so another tool's file of the same name never breaks the configuration.
+ */
+export function parseProjectLayer(text: string, file: string): ParsedLayer {
+  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  const why =
+    doc.errors.length > 0 ? 'it is not valid YAML' : foreignShape(doc.toJS() ?? undefined);
+  if (why === undefined) return parseLayer(text, file);
+  return {
+    file,
+    errors: [],
+    warnings: [
+      {
+        file,
+        path: '',
+        message: `not a localagents models.yaml (${why}); ignored`,
+        fix: 'nothing to do if it belongs to another tool; to use it for localagents, give it endpoints, models or defaults',
+      },
+    ],
+    lineOf: () => undefined,
+    ignored: true,
+  };
 }
 
 export function parseLayer(text: string, file: string): ParsedLayer {

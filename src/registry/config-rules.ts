@@ -75,6 +75,10 @@ function normaliseModel(name: string, value: ModelLayer): ModelEntry {
     if (field !== undefined) entry[key] = field;
   }
   if (value.context !== undefined) entry.context = value.context;
+  if (value.tags !== undefined) entry.tags = value.tags;
+  if (value.env !== undefined) entry.env = value.env;
+  if (value.max_turns !== undefined) entry.max_turns = value.max_turns;
+  if (value.permission_mode !== undefined) entry.permission_mode = value.permission_mode;
   return entry;
 }
 
@@ -116,27 +120,18 @@ export function mergeLayers(
       fix: `copy the example and point base_url at your llama-server or vLLM: mkdir -p "${dirname(userFile)}" && cp "${examplePath}" "${userFile}"`,
     });
   }
+  // A menu endpoint is a preference (tried first, the others still searched): one that does not exist
+  // leaves the search as wide as without it, so it is worth a warning, not a broken configuration.
   for (const [name, { value, from }] of models) {
     if (value.endpoint !== undefined && !endpoints.has(value.endpoint)) {
-      errors.push(
-        issueAt(
-          from,
-          ['models', name, 'endpoint'],
-          `no endpoint is named "${value.endpoint}"`,
-          endpoints.size > 0
-            ? `use one of: ${[...endpoints.keys()].join(', ')}`
-            : 'define it under endpoints first',
-        ),
-      );
-    }
-    const pinned = value.endpoint === undefined ? undefined : endpoints.get(value.endpoint);
-    if (pinned && value.host && pinned.value.host && pinned.value.host !== value.host) {
       warnings.push(
         issueAt(
           from,
-          ['models', name, 'host'],
-          `host "${value.host}" differs from endpoint ${value.endpoint}'s host "${pinned.value.host}"`,
-          'the endpoint decides where the model is looked for; fix whichever is stale',
+          ['models', name, 'endpoint'],
+          `no endpoint is named "${value.endpoint}"; every endpoint is searched`,
+          endpoints.size > 0
+            ? `use one of: ${[...endpoints.keys()].join(', ')}`
+            : 'define it under endpoints first',
         ),
       );
     }

@@ -53,6 +53,11 @@ export const ModelSchema = z.object({
   endpoint: text.min(1).optional(),
   context: z.number().int().min(256).optional(),
   bring_up: text.optional(),
+  tags: z.array(text.min(1)).optional(),
+  // The session's own settings for this model, over defaults (a tool call's arguments still win).
+  env: z.record(envName, envValue).optional(),
+  max_turns: z.number().int().min(1).optional(),
+  permission_mode: z.enum(PERMISSION_MODES).optional(),
 });
 
 // `qwen3:` (null) and `qwen3: "notes"` are both friendly ways to list a menu entry.

@@ -30,11 +30,19 @@ export interface EndpointConfig {
 export interface ModelEntry {
   name: string;
   notes?: string;
+  /** Where the user runs it: relayed with a bring-up request, never a filter. */
   host?: string;
   served_name?: string;
+  /** The endpoint tried first; others that serve the model are still used. */
   endpoint?: string;
+  /** The window when the backend reports none; a smaller one than it reports is honoured as headroom. */
   context?: number;
   bring_up?: string;
+  tags?: string[];
+  /** Applied after the endpoint's env: the user's own choice, any variable. */
+  env?: Record<string, string>;
+  max_turns?: number;
+  permission_mode?: PermissionMode;
 }
 
 export interface RegistryConfig {

@@ -130,26 +130,22 @@ describe('parseLayer', () => {
       `models:\n  qwen:\n    endpoint: cpu\n`,
       `endpoints:\n  gpu:\n    base_url: http://127.0.0.1:8080/v1/\n`,
       `${ENDPOINT}  gpu2:\n    base_url: http://127.0.0.1:8080\n`,
-      `endpoints:\n  gpu:\n    base_url: http://h:1\n    host: box-a\nmodels:\n  qwen:\n    endpoint: gpu\n    host: box-b\n`,
       `${ENDPOINT}    baseurl: x\n  cpu:\n    base_url: http://h:2\n    colour: red\nmodel:\n  x: 1\n`,
       'defaults:\n  max_turns: 5\n',
     ];
     expect(cases.map((yaml) => render(yaml)).join('\n---\n')).toMatchInlineSnapshot(`
-      "models.yaml:6 models.qwen.endpoint: no endpoint is named "cpu"
+      "warning: models.yaml:6 models.qwen.endpoint: no endpoint is named "cpu"; every endpoint is searched
         fix: use one of: gpu
       ---
       models.yaml endpoints: no endpoint is defined in any layer
         fix: copy the example and point base_url at your llama-server or vLLM: mkdir -p "/home/u/.config/localagents" && cp "/pkg/models.example.yaml" "/home/u/.config/localagents/models.yaml"
-      models.yaml:3 models.qwen.endpoint: no endpoint is named "cpu"
+      warning: models.yaml:3 models.qwen.endpoint: no endpoint is named "cpu"; every endpoint is searched
         fix: define it under endpoints first
       ---
       warning: models.yaml:3 endpoints.gpu.base_url: the /v1 suffix is ignored; using http://127.0.0.1:8080
         fix: write the server root, e.g. http://127.0.0.1:8080
       ---
       warning: models.yaml:5 endpoints.gpu2.base_url: same base_url as endpoint gpu
-      ---
-      warning: models.yaml:8 models.qwen.host: host "box-b" differs from endpoint gpu's host "box-a"
-        fix: the endpoint decides where the model is looked for; fix whichever is stale
       ---
       warning: models.yaml:4 endpoints.gpu.baseurl: unknown key, ignored
         fix: did you mean base_url?
@@ -252,6 +248,44 @@ describe('loadRegistryConfig', () => {
     ]);
     expect(config.models).toEqual([{ name: 'm1', host: 'side' }]);
     expect(config.files).toEqual([paths.user, paths.project, paths.sidecar]);
+  });
+
+  it.each([
+    ['an ML model list', 'models:\n  - name: bert-base\n    layers: 12\n'],
+    ['another tool’s mapping', 'models:\n  bert:\n    layers: 12\n    heads: 8\n'],
+    ['no section of ours', 'model_list:\n  - gpt2\n'],
+    ['a list at the top', '- one\n- two\n'],
+    ['broken YAML', 'models: [\n'],
+  ])(
+    'leaves out a project models.yaml that is not ours (%s), with a warning, and keeps the user file',
+    async (_what, project) => {
+      const dir = await tempDir({
+        'user/models.yaml': `${ENDPOINT}models:\n  m1:\n    notes: user\n`,
+        'project/models.yaml': project,
+      });
+      const paths = configPaths({
+        configFlag: join(dir, 'user/models.yaml'),
+        cwd: join(dir, 'project'),
+        env: {},
+      });
+      const result = await loadRegistryConfig(paths);
+      if (!result.ok) throw new Error(result.issues.map(formatConfigIssue).join('\n'));
+      expect(result.config.files).toEqual([paths.user]);
+      expect(result.config.models).toEqual([{ name: 'm1', notes: 'user' }]);
+      expect(result.warnings.map(formatConfigIssue)).toEqual([
+        expect.stringMatching(
+          new RegExp(`^${paths.project ?? ''}: not a localagents models.yaml \\(.+\\); ignored`),
+        ),
+      ]);
+    },
+  );
+
+  it('still refuses a broken user file: it is named as ours', async () => {
+    const dir = await tempDir({ 'user/models.yaml': 'models:\n  - name: bert\n' });
+    const result = await loadRegistryConfig(
+      configPaths({ configFlag: join(dir, 'user/models.yaml'), cwd: dir, env: {} }),
+    );
+    expect(result.ok).toBe(false);
   });
 
   it('accepts a missing user file when another layer defines endpoints', async () => {

@@ -2,7 +2,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resolveUserConfigPath } from '../paths.js';
-import { parseLayer, type ParsedLayer } from './config-parse.js';
+import { parseLayer, parseProjectLayer, type ParsedLayer } from './config-parse.js';
 import { mergeLayers } from './config-rules.js';
 import type { ConfigIssue, ConfigPaths, ConfigResult } from './config-types.js';
 
@@ -39,7 +39,11 @@ export function createConfigCache(): ConfigCache {
   return new Map();
 }
 
-async function readLayer(file: string, cache: ConfigCache): Promise<ParsedLayer | undefined> {
+async function readLayer(
+  file: string,
+  cache: ConfigCache,
+  parse: (text: string, file: string) => ParsedLayer = parseLayer,
+): Promise<ParsedLayer | undefined> {
   let info;
   try {
     info = await stat(file);
@@ -58,7 +62,7 @@ async function readLayer(file: string, cache: ConfigCache): Promise<ParsedLayer 
   } catch (error) {
     return unreadable(file, error);
   }
-  const parsed = parseLayer(text, file);
+  const parsed = parse(text, file);
   cache.set(file, { mtimeMs: info.mtimeMs, size: info.size, parsed });
   return parsed;
 }
@@ -96,10 +100,15 @@ export async function loadRegistryConfig(
   const files = [paths.user, paths.project, paths.sidecar].filter(
     (file, index, all): file is string => file !== undefined && all.indexOf(file) === index,
   );
-  const read = await Promise.all(files.map((file) => readLayer(file, cache)));
-  const layers = read.filter((layer): layer is ParsedLayer => layer !== undefined);
+  const read = await Promise.all(
+    files.map((file) =>
+      readLayer(file, cache, file === paths.project ? parseProjectLayer : parseLayer),
+    ),
+  );
+  const present = read.filter((layer): layer is ParsedLayer => layer !== undefined);
+  const layers = present.filter((layer) => layer.ignored !== true);
   const parseErrors = layers.flatMap((layer) => layer.errors);
-  const parseWarnings = layers.flatMap((layer) => layer.warnings);
+  const parseWarnings = present.flatMap((layer) => layer.warnings);
   if (paths.userNamed && read[0] === undefined) parseWarnings.unshift(missingNamedFile(paths.user));
   const readFiles = layers.map((layer) => layer.file);
   if (parseErrors.length > 0)

@@ -44,11 +44,34 @@ describe('matchServedId', () => {
     expect(matchServedId('qwen3', ['qwen3-coder-30b', 'qwen3'])).toBe('qwen3');
   });
 
-  it('prefers the shortest id among squashed substring hits', () => {
+  it('lists every id a squashed substring fits, and never picks among them', () => {
     expect(
-      matchServedId('Qwen 3 Coder', ['org/qwen3-coder-30b-a3b-instruct', 'qwen3-coder-30b']),
-    ).toBe('qwen3-coder-30b');
+      matchServedIdWithKind('Qwen 3 Coder', [
+        'org/qwen3-coder-30b-a3b-instruct',
+        'qwen3-coder-30b',
+        'llama-3',
+      ]),
+    ).toEqual({
+      id: 'org/qwen3-coder-30b-a3b-instruct',
+      kind: 'substring',
+      ids: ['org/qwen3-coder-30b-a3b-instruct', 'qwen3-coder-30b'],
+    });
   });
+
+  it('takes a whole id that squashes to the name over ids that merely contain it', () => {
+    expect(
+      matchServedIdWithKind('Qwen3 Coder 30B', ['qwen3-coder-30b', 'org/qwen3-coder-30b-gguf']),
+    ).toEqual({ id: 'qwen3-coder-30b', kind: 'squashed', ids: ['qwen3-coder-30b'] });
+  });
+
+  it.each(['x', 'q', '27', 'Q4'])(
+    'never matches part of an id with a squashed name under 3 characters (%s)',
+    (name) => {
+      expect(
+        matchServedId(name, ['unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL', 'qwen3', 'x1']),
+      ).toBeUndefined();
+    },
+  );
 
   it.each([
     ['qwen3', ['qwen3'], undefined, 'exact'],

@@ -11,24 +11,36 @@ import type {
 } from './config-types.js';
 import { probeAll, type EndpointProbe } from './probe.js';
 import {
+  choose,
+  effectiveContext,
   findHits,
-  findMenuEntry,
-  pickHit,
   resolveModel,
   type Resolution,
   type ResolveRequest,
 } from './resolve.js';
 import { registerEndpoint, registerModel, type SidecarResult } from './sidecar.js';
 
+/**
+ * One menu entry now. `available`, `endpoint`, `served_model` and `context` are the Python original's names;
+ * `running` and `served_as` say the same under the names this tool started with.
+ */
 export interface MenuStatus {
   name: string;
   notes?: string;
   host?: string;
+  tags?: string[];
+  available: boolean;
   running: boolean;
-  served_as?: string;
   endpoint?: string;
-  /** The menu's `context` override, which wins over the probed window. */
+  served_model?: string;
+  served_as?: string;
+  /** The window a job would get (the menu's rules applied), or the menu's own while it is not running. */
   context?: number;
+  context_source?: 'probe' | 'menu';
+  /** Relayed only while it is not running. */
+  bring_up?: string;
+  /** The name fits several served ids: which ones (nothing is picked). */
+  candidates?: { endpoint: string; served_model: string }[];
 }
 
 export interface RegistrySnapshot {
@@ -46,6 +58,8 @@ export interface Registry {
   config(): Promise<ConfigResult>;
   /** Input is validated with zod (RegisterEndpointInput); writes models.local.yaml only. */
   registerEndpoint(input: unknown): Promise<SidecarResult>;
+  /** A fresh probe of one configured endpoint (undefined: no such endpoint, or models.yaml is invalid). */
+  probeEndpoint(name: string, signal?: AbortSignal): Promise<EndpointProbe | undefined>;
   registerModel(input: unknown): Promise<SidecarResult>;
   /**
    * Evidence from the traffic (the shim): the llama.cpp server at base_url ran out of shared KV cells
@@ -64,13 +78,31 @@ export interface RegistryOptions {
 /** Which menu entries run where, by the same matching rules resolve() uses. */
 export function menuStatus(config: RegistryConfig, probes: EndpointProbe[]): MenuStatus[] {
   return config.models.map((entry) => {
-    const status: MenuStatus = { name: entry.name, running: false };
+    const status: MenuStatus = { name: entry.name, available: false, running: false };
     if (entry.notes !== undefined) status.notes = entry.notes;
     if (entry.host !== undefined) status.host = entry.host;
-    if (entry.context !== undefined) status.context = entry.context;
-    const hit = pickHit(findHits(config, probes, entry.name, findMenuEntry(config, entry.name)));
-    if (hit)
-      Object.assign(status, { running: true, served_as: hit.servedId, endpoint: hit.probe.name });
+    if (entry.tags !== undefined) status.tags = entry.tags;
+    const choice = choose(findHits(probes, entry.name, entry), entry);
+    if (choice.kind !== 'hit') {
+      if (entry.context !== undefined) Object.assign(status, { context: entry.context });
+      if (entry.bring_up !== undefined) status.bring_up = entry.bring_up;
+      if (choice.kind === 'ambiguous') status.candidates = choice.candidates;
+      return status;
+    }
+    const { hit } = choice;
+    const context = effectiveContext(hit.probe.context[hit.servedId], entry, {
+      endpoint: hit.probe.name,
+      servedId: hit.servedId,
+    });
+    Object.assign(status, {
+      available: true,
+      running: true,
+      endpoint: hit.probe.name,
+      served_model: hit.servedId,
+      served_as: hit.servedId,
+    });
+    if (context.tokens !== undefined)
+      Object.assign(status, { context: context.tokens, context_source: context.source });
     return status;
   });
 }
@@ -127,6 +159,18 @@ export function createRegistry(options: RegistryOptions): Registry {
       return dumpRequestsFromEnv(options.env) ? { ...defaults, dump_requests: true } : defaults;
     },
     registerEndpoint: (input) => registerEndpoint(options.paths, input),
+    async probeEndpoint(name, signal) {
+      const result = await config();
+      const endpoint = result.ok
+        ? result.config.endpoints.find((candidate) => candidate.name === name)
+        : undefined;
+      if (!result.ok || !endpoint) return undefined;
+      const [probed] = await probe(
+        { ...result, config: { ...result.config, endpoints: [endpoint] } },
+        signal,
+      );
+      return probed;
+    },
     registerModel: (input) => registerModel(options.paths, input),
     noteUnifiedKv: (baseUrl) => void unifiedKv.add(baseUrl.replace(/\/+$/, '')),
   };

@@ -42,6 +42,13 @@ export type Resolution =
     }
   /** The request named an endpoint models.yaml does not have: a wrong argument, not a model to bring up. */
   | { kind: 'unknown_endpoint'; endpoint: string; known: string[]; message: string }
+  /** The name is part of several served ids, equally well: which one is meant is the caller's to say. */
+  | {
+      kind: 'ambiguous';
+      name: string;
+      candidates: { endpoint: string; served_model: string }[];
+      message: string;
+    }
   | { kind: 'config_error'; issues: ConfigIssue[]; message: string };
 
 export type ReadyResolution = Extract<Resolution, { kind: 'ready' }>;
@@ -61,33 +68,57 @@ export function findMenuEntry(config: RegistryConfig, name: string): ModelEntry 
   );
 }
 
-interface Hit {
+export interface Hit {
   probe: EndpointProbe;
   servedId: string;
   match: MatchKind;
+  /** Every id on this endpoint the name fits on the same terms (more than one: ambiguous). */
+  servedIds: string[];
 }
 
-/** Live endpoints (config order) where `name` matches, narrowed by the request's or the menu's endpoint/host. */
+/**
+ * Live endpoints (config order) where `name` matches; only `endpointName` when the request names one (a hard
+ * choice). A menu entry's endpoint and host narrow nothing here: see choose().
+ */
 export function findHits(
-  config: RegistryConfig,
   probes: EndpointProbe[],
   name: string,
   menuEntry: ModelEntry | undefined,
   endpointName?: string,
 ): Hit[] {
-  const pinned = endpointName ?? menuEntry?.endpoint;
   const hits: Hit[] = [];
   for (const probe of probes) {
     if (!probe.up) continue;
-    if (pinned !== undefined && probe.name !== pinned) continue;
-    if (pinned === undefined && menuEntry?.host !== undefined) {
-      const host = config.endpoints.find((endpoint) => endpoint.name === probe.name)?.host;
-      if (host !== undefined && host !== menuEntry.host) continue;
-    }
+    if (endpointName !== undefined && probe.name !== endpointName) continue;
     const matched = matchServedIdWithKind(name, probe.models, menuEntry?.served_name);
-    if (matched !== undefined) hits.push({ probe, servedId: matched.id, match: matched.kind });
+    if (matched !== undefined)
+      hits.push({ probe, servedId: matched.id, match: matched.kind, servedIds: matched.ids });
   }
   return hits;
+}
+
+export type Choice =
+  | { kind: 'hit'; hit: Hit }
+  | { kind: 'ambiguous'; candidates: { endpoint: string; served_model: string }[] }
+  | { kind: 'none' };
+
+/**
+ * The hit to use. The menu entry's endpoint is tried first: when it serves the model, it is used. Otherwise the
+ * best kind of match across all endpoints wins. A guess (squashed or substring) that fits several different ids
+ * is ambiguous; the same id on several endpoints is not (spare capacity decides).
+ */
+export function choose(hits: Hit[], menuEntry: ModelEntry | undefined): Choice {
+  const preferred = hits.filter((hit) => hit.probe.name === menuEntry?.endpoint);
+  const pool = preferred.length > 0 ? preferred : hits;
+  const best = pickHit(pool);
+  if (best === undefined) return { kind: 'none' };
+  const tied = pool.filter((hit) => hit.match === best.match);
+  const candidates = tied.flatMap((hit) =>
+    hit.servedIds.map((id) => ({ endpoint: hit.probe.name, served_model: id })),
+  );
+  const distinct = new Set(candidates.map((candidate) => candidate.served_model));
+  if (distinct.size > 1) return { kind: 'ambiguous', candidates };
+  return { kind: 'hit', hit: best };
 }
 
 // Free llama.cpp slots first, then an idle vLLM queue; ties keep config order.
@@ -111,24 +142,45 @@ export function pickHit(hits: Hit[]): Hit | undefined {
   }, undefined);
 }
 
+/**
+ * The window a job gets: what the backend reports, unless the menu asks for less (headroom is a legitimate
+ * choice); a menu window larger than the server's would only produce overflows, so it is ignored with a warning.
+ * The menu's window stands in when the backend reports none.
+ */
+export function effectiveContext(
+  probed: number | undefined,
+  menuEntry: ModelEntry | undefined,
+  where: { endpoint: string; servedId: string },
+): { tokens: number | undefined; source: 'probe' | 'menu' | 'unknown'; warning?: string } {
+  const menu = menuEntry?.context;
+  if (probed === undefined) {
+    if (menu !== undefined) return { tokens: menu, source: 'menu' };
+    return {
+      tokens: undefined,
+      source: 'unknown',
+      warning: `${where.endpoint} does not report the window of ${where.servedId}: set context: N for this model in models.yaml`,
+    };
+  }
+  if (menu === undefined || menu === probed) return { tokens: probed, source: 'probe' };
+  if (menu < probed) return { tokens: menu, source: 'menu' };
+  return {
+    tokens: probed,
+    source: 'probe',
+    warning: `models.yaml sets context ${menu} for ${menuEntry?.name ?? where.servedId}, larger than the ${probed} tokens ${where.endpoint} reports per request: using ${probed} (a larger window would only produce overflows)`,
+  };
+}
+
 function ready(config: RegistryConfig, hit: Hit, menuEntry: ModelEntry | undefined): Resolution {
   const endpoint = config.endpoints.find((candidate) => candidate.name === hit.probe.name);
   if (!endpoint) throw new Error(`probe ${hit.probe.name} has no endpoint in the config`);
-  const probed = hit.probe.context[hit.servedId];
   const warnings: string[] = [];
-  const contextTokens = menuEntry?.context ?? probed;
-  const contextSource =
-    menuEntry?.context !== undefined ? 'menu' : probed !== undefined ? 'probe' : 'unknown';
-  if (contextSource === 'unknown') {
-    warnings.push(
-      `${endpoint.name} does not report the window of ${hit.servedId}: set context: N for this model in models.yaml`,
-    );
-  }
-  if (menuEntry?.context !== undefined && probed !== undefined && menuEntry.context > probed) {
-    warnings.push(
-      `models.yaml sets context ${menuEntry.context} for ${menuEntry.name}, but ${endpoint.name} reports ${probed} per request: prompts past ${probed} tokens will be rejected`,
-    );
-  }
+  const context = effectiveContext(hit.probe.context[hit.servedId], menuEntry, {
+    endpoint: endpoint.name,
+    servedId: hit.servedId,
+  });
+  const contextTokens = context.tokens;
+  const contextSource = context.source;
+  if (context.warning !== undefined) warnings.push(context.warning);
   if (contextTokens !== undefined && contextTokens < COMFORTABLE_CONTEXT_TOKENS) {
     warnings.push(
       `${hit.servedId} has a ${contextTokens}-token window; Claude Code's fixed prompt and compaction need about 128k to work without thrashing, so expect early compaction or "prompt is too long"`,
@@ -171,12 +223,13 @@ function unavailable(
   lead: string,
 ): Resolution {
   const served = servedNow(probes);
-  // The issue's sentence for Claude: "<name> is not running anywhere. Ask the user to bring it up. Notes: …".
+  // The Python original's wording: "'NAME' is not running anywhere. Ask the user to bring it up on HOST.",
+  // "Notes: …", "Start command on file (may be stale): …", then what runs now.
   const parts = [lead];
   if (menuEntry?.notes)
     parts.push(`Notes: ${menuEntry.notes}${/[.!?]$/.test(menuEntry.notes) ? '' : '.'}`);
-  if (menuEntry?.host) parts.push(`It runs on ${menuEntry.host}.`);
-  if (menuEntry?.bring_up) parts.push(`To start it: ${menuEntry.bring_up}`);
+  if (menuEntry?.bring_up)
+    parts.push(`Start command on file (may be stale): ${menuEntry.bring_up}`);
   const down = probes.filter((probe) => !probe.up && probe.error);
   if (down.length > 0)
     parts.push(
@@ -231,7 +284,11 @@ export function resolveModel(
     );
     const first = live?.models[0];
     if (live && first !== undefined)
-      return ready(config, { probe: live, servedId: first, match: 'exact' }, undefined);
+      return ready(
+        config,
+        { probe: live, servedId: first, match: 'exact', servedIds: [first] },
+        undefined,
+      );
     return unavailable(
       '(any model)',
       undefined,
@@ -240,16 +297,26 @@ export function resolveModel(
     );
   }
   const menuEntry = findMenuEntry(config, name);
-  const hits = findHits(config, probes, name, menuEntry, request.endpoint);
-  const best = pickHit(hits);
-  if (best) return ready(config, best, menuEntry);
-  const where = request.endpoint ?? menuEntry?.endpoint;
+  const choice = choose(findHits(probes, name, menuEntry, request.endpoint), menuEntry);
+  if (choice.kind === 'hit') return ready(config, choice.hit, menuEntry);
+  if (choice.kind === 'ambiguous') {
+    const listed = choice.candidates
+      .map((candidate) => `${candidate.served_model} on ${candidate.endpoint}`)
+      .join('; ');
+    return {
+      kind: 'ambiguous',
+      name,
+      candidates: choice.candidates,
+      message: `"${name}" matches several served models: ${listed}. Name the one you mean (its full id), or give the model a served_name in models.yaml.`,
+    };
+  }
+  const where = request.endpoint;
   const listedButLocked = probes.find(
     (probe) =>
       probe.status === 'unauthorized' && matchServedId(name, probe.models, menuEntry?.served_name),
   );
   const lead = listedButLocked
     ? `${name} is served on ${listedButLocked.name}, but it cannot be used: ${listedButLocked.error ?? 'unauthorized'}. Ask the user to fix the key.`
-    : `${name} is not running ${where ? `on ${where}` : 'anywhere'}. Ask the user to bring it up.`;
+    : `'${name}' is not running ${where ? `on ${where}` : 'anywhere'}. Ask the user to bring it up${menuEntry?.host ? ` on ${menuEntry.host}` : ''}.`;
   return unavailable(name, menuEntry, probes, lead);
 }

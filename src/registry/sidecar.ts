@@ -24,6 +24,8 @@ export type SidecarResult =
       section: 'endpoints' | 'models';
       name: string;
       replaced: boolean;
+      /** What was written for the entry. */
+      entry: Record<string, unknown>;
     }
   | { kind: 'invalid'; issues: ConfigIssue[]; message: string };
 
@@ -105,7 +107,7 @@ async function writeEntry(
     const replaced = doc.hasIn([section, entryName]);
     doc.setIn([section, entryName], doc.createNode(value));
     await writeFileAtomic(file, doc.toString({ lineWidth: 100 }));
-    return { kind: 'written', file, section, name: entryName, replaced };
+    return { kind: 'written', file, section, name: entryName, replaced, entry: value };
   });
 }
 
@@ -141,7 +143,10 @@ export async function registerEndpoint(paths: ConfigPaths, input: unknown): Prom
   );
 }
 
-/** A model pinned to an endpoint no layer defines would make the whole config invalid: refuse it. */
+/**
+ * A model preferring an endpoint no layer defines would only earn a warning in the file, but a registration
+ * naming one is a typo best fixed now: refuse it.
+ */
 async function missingEndpoint(
   paths: ConfigPaths,
   endpoint: string,
@@ -176,6 +181,17 @@ export async function registerModel(paths: ConfigPaths, input: unknown): Promise
     paths,
     'models',
     modelName,
-    pick(rest, ['notes', 'host', 'served_name', 'endpoint', 'context', 'bring_up']),
+    pick(rest, [
+      'notes',
+      'host',
+      'served_name',
+      'endpoint',
+      'context',
+      'bring_up',
+      'tags',
+      'env',
+      'max_turns',
+      'permission_mode',
+    ]),
   );
 }

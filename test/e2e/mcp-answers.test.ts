@@ -201,6 +201,12 @@ describe('MCP answers', () => {
       host: 'gpu-box',
       notes: 'needs both GPUs',
       bring_up: 'ssh gpu-box ./big.sh',
+      tags: ['coding', 'large'],
+    });
+    expect(model).toMatchObject({
+      ok: true,
+      model: 'big-coder',
+      entry: { tags: ['coding', 'large'] },
     });
     expect(String(model.next)).toContain('list_models');
     const endpoint = await callTool(client, 'register_endpoint', {
@@ -208,12 +214,28 @@ describe('MCP answers', () => {
       base_url: 'http://127.0.0.1:9',
       backend: 'llama.cpp',
     });
+    // Probed right after writing, like the Python original.
+    expect(endpoint).toMatchObject({
+      ok: true,
+      endpoint: 'spare',
+      probe: { name: 'spare', up: false, status: 'refused' },
+    });
     expect(String(endpoint.next)).toContain('list_models');
+    const live = await callTool(client, 'register_endpoint', {
+      name: 'again',
+      base_url: emulator.url,
+    });
+    expect(live).toMatchObject({ probe: { up: true, backend: 'llama.cpp' } });
     const models = await callTool(client, 'list_models');
     expect(models.endpoints).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ name: 'emu', up: true }),
         expect.objectContaining({ name: 'spare', up: false }),
+      ]),
+    );
+    expect(models.models).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'big-coder', tags: ['coding', 'large'], available: false }),
       ]),
     );
     const answer = await callTool(client, 'run_agent', { task: 'x', model: 'big-coder' });

@@ -127,13 +127,18 @@ describe('localagents models', () => {
     expect(json.models['qwen3.8-27b']).toEqual({
       notes: 'default coder',
       host: null,
+      available: true,
       running: true,
-      served_as: 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL',
       endpoint: 'workstation',
+      served_model: 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL',
+      served_as: 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL',
+      context: 8192,
+      context_source: 'probe',
     });
     expect(json.models['glm-5']).toEqual({
       notes: 'needs both GPUs',
       host: 'gpu-server',
+      available: false,
       running: false,
     });
   });

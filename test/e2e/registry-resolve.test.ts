@@ -26,7 +26,7 @@ describe('Registry.resolve', () => {
     ]);
   });
 
-  it('lets a menu context override win and says so', async () => {
+  it('honours a menu window smaller than the server’s, and ignores a larger one naming both numbers', async () => {
     const emu = await emulator({ backend: 'vllm', nCtx: 262144, servedNames: ['big'] });
     const registry = await registryFor({
       endpoints: { v: { base_url: emu.url, backend: 'vllm' } },
@@ -39,7 +39,23 @@ describe('Registry.resolve', () => {
       contextSource: 'menu',
       warnings: [],
     });
-    expect((await registry.snapshot()).models[0]).toMatchObject({ running: true, context: 131072 });
+    expect((await registry.snapshot()).models[0]).toMatchObject({
+      available: true,
+      context: 131072,
+      context_source: 'menu',
+    });
+    const larger = await registryFor({
+      endpoints: { v: { base_url: emu.url, backend: 'vllm' } },
+      models: { big: { context: 524288 } },
+    });
+    expect(await larger.resolve({ model: 'big' })).toMatchObject({
+      kind: 'ready',
+      contextTokens: 262144,
+      contextSource: 'probe',
+      warnings: [
+        'models.yaml sets context 524288 for big, larger than the 262144 tokens v reports per request: using 262144 (a larger window would only produce overflows)',
+      ],
+    });
   });
 
   it('uses defaults.model, else the first live endpoint serving anything, in config order', async () => {
@@ -58,22 +74,32 @@ describe('Registry.resolve', () => {
     expect(byDefault).toMatchObject({ kind: 'ready', servedId: 'beta' });
   });
 
-  it('narrows the search to the endpoint or host a menu entry or the request names', async () => {
+  it('tries the menu endpoint first, uses another that serves the model, and never filters by host', async () => {
     const one = await emulator({ backend: 'vllm', servedNames: ['same'] });
-    const two = await emulator({ backend: 'vllm', servedNames: ['same'] });
+    const two = await emulator({ backend: 'vllm', servedNames: ['same', 'only-two'] });
     const endpoints = {
       one: { base_url: one.url, backend: 'vllm', host: 'box-a' },
       two: { base_url: two.url, backend: 'vllm', host: 'box-b' },
     };
-    const onHost = await registryFor({ endpoints, models: { same: { host: 'box-b' } } });
+    // host is where the user runs it, relayed in a bring-up answer: not where to look.
+    const onHost = await registryFor({ endpoints, models: { same: { host: 'box-z' } } });
     expect(await onHost.resolve({ model: 'same' })).toMatchObject({
+      kind: 'ready',
+      endpoint: { name: 'one' },
+    });
+    const preferred = await registryFor({
+      endpoints,
+      models: { same: { endpoint: 'two' }, 'only-two': { endpoint: 'one' } },
+    });
+    expect(await preferred.resolve({ model: 'same' })).toMatchObject({
       kind: 'ready',
       endpoint: { name: 'two' },
     });
-    const pinned = await registryFor({ endpoints, models: { same: { endpoint: 'two' } } });
-    expect(await pinned.resolve({ model: 'same' })).toMatchObject({
+    // The preferred endpoint does not serve it: the one that does is used.
+    expect(await preferred.resolve({ model: 'only-two' })).toMatchObject({
       kind: 'ready',
       endpoint: { name: 'two' },
+      servedId: 'only-two',
     });
     const plain = await registryFor({ endpoints });
     expect(await plain.resolve({ model: 'same', endpoint: 'two' })).toMatchObject({
@@ -84,6 +110,43 @@ describe('Registry.resolve', () => {
       kind: 'ready',
       endpoint: { name: 'one' },
     });
+    // A tool call's endpoint stays a hard choice.
+    expect(await plain.resolve({ model: 'only-two', endpoint: 'one' })).toMatchObject({
+      kind: 'unavailable',
+      message: expect.stringMatching(/^'only-two' is not running on one\./) as unknown,
+    });
+  });
+
+  it('answers with the candidates when a name fits several served ids equally well', async () => {
+    const emu = await emulator({
+      backend: 'vllm',
+      servedNames: ['org/coder-27b-q4', 'org/coder-27b-q8', 'other-model'],
+    });
+    const registry = await registryFor({
+      endpoints: { v: { base_url: emu.url, backend: 'vllm' } },
+      models: { 'coder-27b': { notes: 'two quants' } },
+    });
+    const resolution = await registry.resolve({ model: 'coder-27b' });
+    expect(resolution).toMatchObject({
+      kind: 'ambiguous',
+      candidates: [
+        { endpoint: 'v', served_model: 'org/coder-27b-q4' },
+        { endpoint: 'v', served_model: 'org/coder-27b-q8' },
+      ],
+    });
+    expect((await registry.snapshot()).models[0]).toMatchObject({
+      available: false,
+      candidates: [
+        { endpoint: 'v', served_model: 'org/coder-27b-q4' },
+        { endpoint: 'v', served_model: 'org/coder-27b-q8' },
+      ],
+    });
+    // The full id, or too short a name to guess with, is no longer ambiguous.
+    expect(await registry.resolve({ model: 'org/coder-27b-q8' })).toMatchObject({
+      kind: 'ready',
+      servedId: 'org/coder-27b-q8',
+    });
+    expect(await registry.resolve({ model: 'q8' })).toMatchObject({ kind: 'unavailable' });
   });
 
   it('prefers an endpoint with a free slot when several serve the name', async () => {
@@ -174,7 +237,7 @@ describe('Registry.resolve', () => {
       servedNow: [{ endpoint: 'gpu', models: [QWEN] }],
     });
     expect(resolution.message).toContain(
-      'deepseek-v4-flash is not running anywhere. Ask the user to bring it up. Notes: vllm needs --enable-auto-tool-choice --tool-call-parser deepseek_v3. It runs on gpu-server. To start it: ssh gpu-server ./serve-deepseek.sh',
+      "'deepseek-v4-flash' is not running anywhere. Ask the user to bring it up on gpu-server. Notes: vllm needs --enable-auto-tool-choice --tool-call-parser deepseek_v3. Start command on file (may be stale): ssh gpu-server ./serve-deepseek.sh",
     );
     expect(resolution.message).toContain(`Running now: ${QWEN} on gpu.`);
     expect(resolution.message).toContain(`Down: big (connection refused at ${new URL(dead).host}`);
@@ -233,11 +296,15 @@ describe('Registry.snapshot', () => {
         name: 'coder-a',
         notes: 'runs',
         host: 'box',
+        available: true,
         running: true,
-        served_as: 'coder-a',
         endpoint: 'v',
+        served_model: 'coder-a',
+        served_as: 'coder-a',
+        context: 32768,
+        context_source: 'probe',
       },
-      { name: 'coder-b', notes: 'does not', running: false },
+      { name: 'coder-b', notes: 'does not', available: false, running: false },
     ]);
   });
 });

@@ -33,10 +33,14 @@ export function registerListModelsTool(server: McpServer, deps: McpDeps): Regist
           config: config.ok
             ? {
                 ok: true,
+                // The files read, lowest layer first: the user's, the project's, the sidecar.
                 files: config.config.files,
                 warnings: config.warnings.map(formatConfigIssue),
               }
-            : { ok: false, issues: config.issues.map(formatConfigIssue) },
+            : { ok: false, files: config.files, issues: config.issues.map(formatConfigIssue) },
+          // The Python original's fields: where run_agent works without a cwd, and the model it picks unnamed.
+          server_cwd: deps.cwd,
+          default_model: config.ok ? (config.config.defaults.model ?? null) : null,
           endpoints: snapshot.endpoints,
           models: snapshot.models,
           warnings,

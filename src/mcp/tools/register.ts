@@ -50,7 +50,18 @@ export function registerRegisterEndpointTool(server: McpServer, deps: McpDeps): 
             'fix the fields named above and call again',
             'CONFIG_INVALID',
           );
-        return jsonResult({ ...result, next: 'call list_models to see whether it is up' });
+        // Probed at once, as the Python original did: the answer says whether it is up and what it serves.
+        const probe = await deps.registry.probeEndpoint(result.name);
+        return jsonResult({
+          ok: true,
+          endpoint: result.name,
+          config: result.file,
+          ...result,
+          probe: probe ?? null,
+          next: probe?.up
+            ? 'call run_agent or list_models: it is up'
+            : 'it is not answering: ask the user to start the server, then call list_models',
+        });
       }),
   );
 }
@@ -78,6 +89,10 @@ export function registerRegisterModelTool(server: McpServer, deps: McpDeps): Reg
           .optional()
           .describe('Context window override in tokens'),
         bring_up: z.string().optional().describe('Command or instruction that starts it'),
+        tags: z
+          .array(z.string().min(1))
+          .optional()
+          .describe('Labels shown in list_models, e.g. ["coding", "tools"]'),
       },
     },
     (input) =>
@@ -89,7 +104,13 @@ export function registerRegisterModelTool(server: McpServer, deps: McpDeps): Reg
             'fix the fields named above and call again',
             'CONFIG_INVALID',
           );
-        return jsonResult({ ...result, next: 'call list_models to see whether it is running' });
+        return jsonResult({
+          ok: true,
+          model: result.name,
+          config: result.file,
+          ...result,
+          next: 'call list_models to see whether it is running',
+        });
       }),
   );
 }
