@@ -34,6 +34,13 @@ describe('registerEndpoint and registerModel', () => {
       section: 'endpoints',
       name: 'vllm',
       replaced: false,
+      // The /v1 suffix is dropped before writing.
+      entry: {
+        base_url: 'http://10.0.0.2:8000',
+        backend: 'vllm',
+        host: 'gpu-server',
+        api_key_env: 'VLLM_KEY',
+      },
     });
     const model = await registerModel(paths, {
       name: 'deepseek-v4-flash',
