@@ -91,20 +91,22 @@ Options:
   },
   {
     name: 'serve',
-    summary:
-      'the MCP server for Claude Code (default command): stdio, or streamable HTTP with --http',
-    usage: `localagents [serve] [--config F] [--http PORT] [--claude-path P]
+    summary: 'the MCP server for Claude Code (default command): stdio, streamable HTTP or SSE',
+    usage: `localagents [serve] [--config F] [--transport stdio|streamable-http|sse] [--port N] [--http PORT] [--claude-path P]
 
 The MCP server that Claude Code talks to. stdio by default, which is what
   claude mcp add --scope user local -- localagents --config ~/.config/localagents/models.yaml
-runs. Tools: list_models, register_endpoint, register_model, run_agent, wait_job, job_status,
-job_log, list_jobs, cancel_job, job_diff, local_complete (see docs/jobs.md).
+runs. Tools: list_models, request_model, register_endpoint, register_model, run_agent, wait_job,
+job_status, job_log, list_jobs, cancel_job, job_diff, local_complete (see docs/jobs.md).
 stdout carries JSON-RPC only; diagnostics go to stderr (level from LOCALAGENTS_LOG).
 At start, jobs of a server that died are marked interrupted and their claude processes stopped.
 
 Options:
   --config F        the user models.yaml (default: $LOCALAGENTS_CONFIG, else $XDG_CONFIG_HOME/localagents/models.yaml)
-  --http PORT       serve streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio (0 picks a port)
+  --transport T     stdio (default), streamable-http (http://127.0.0.1:PORT/mcp) or sse (the MCP SDK's
+                    legacy SSE transport: GET http://127.0.0.1:PORT/sse, POST /messages/), as the Python original
+  --port N          the port of an HTTP transport (default 8000, the Python original's; 0 picks a free one)
+  --http PORT       short for --transport streamable-http --port PORT
   --claude-path P   run this claude binary instead of the one bundled with the Agent SDK
                     (also $LOCALAGENTS_CLAUDE_PATH)
   -h, --help        this help`,

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { App } from '../app.js';
 import { LocalAgentsError } from '../errors.js';
@@ -31,46 +31,25 @@ async function serveStdio(app: Promise<App>, context: CommandContext): Promise<v
   await server.close().catch(() => {});
 }
 
-/** Streamable HTTP on 127.0.0.1:port at /mcp, stateless: a fresh MCP server per request, one app behind all. */
-async function serveHttp(app: App, context: CommandContext, port: number): Promise<void> {
-  const { StreamableHTTPServerTransport } =
-    await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
+type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** Serves `handler` on 127.0.0.1:port until the command is aborted; `onListening` gets the actual port. */
+async function serveLocal(
+  context: CommandContext,
+  port: number,
+  handler: (allowedHosts: string[]) => RequestHandler,
+  onListening: (actual: number) => void,
+): Promise<void> {
+  // DNS-rebinding protection: only these Host headers are answered (the actual port is added below).
   const allowedHosts = [`127.0.0.1:${port}`, `localhost:${port}`];
-  const http: Server = createServer((req, res) => {
-    if (!req.url?.startsWith('/mcp')) {
-      res
-        .writeHead(404, { 'content-type': 'text/plain' })
-        .end('localagents: the MCP endpoint is /mcp\n');
-      return;
-    }
-    const server = app.createMcpServer();
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableDnsRebindingProtection: true,
-      allowedHosts,
-    });
-    res.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    server
-      .connect(transport)
-      .then(() => transport.handleRequest(req, res))
-      .catch((error: unknown) => {
-        context.stderr.write(`localagents serve: request failed: ${String(error)}\n`);
-        if (!res.headersSent) res.writeHead(500).end();
-      });
-  });
+  const http: Server = createServer(handler(allowedHosts));
   await new Promise<void>((resolve, reject) => {
     http.once('error', (error) =>
       reject(
         new LocalAgentsError(
           'LISTEN_FAILED',
           `cannot listen on 127.0.0.1:${port}: ${error.message}`,
-          {
-            hint: 'pick another port with --http PORT',
-            cause: error,
-          },
+          { hint: 'pick another port with --port N (0 picks a free one)', cause: error },
         ),
       ),
     );
@@ -79,8 +58,7 @@ async function serveHttp(app: App, context: CommandContext, port: number): Promi
   const address = http.address();
   const actual = typeof address === 'object' && address ? address.port : port;
   allowedHosts.push(`127.0.0.1:${actual}`, `localhost:${actual}`);
-  app.noteMcpUrl(`http://127.0.0.1:${actual}/mcp`);
-  context.stderr.write(`localagents: MCP over streamable HTTP at http://127.0.0.1:${actual}/mcp\n`);
+  onListening(actual);
   await new Promise<void>((resolve) =>
     context.signal.addEventListener('abort', () => resolve(), { once: true }),
   );
@@ -88,13 +66,143 @@ async function serveHttp(app: App, context: CommandContext, port: number): Promi
   await new Promise<void>((resolve) => http.close(() => resolve()));
 }
 
-/** `localagents serve` (the default command): the MCP server, stdio unless --http PORT. */
+function notFound(res: ServerResponse, message: string): void {
+  res.writeHead(404, { 'content-type': 'text/plain' }).end(`localagents: ${message}\n`);
+}
+
+/** Streamable HTTP at /mcp, stateless: a fresh MCP server per request, one app behind all. */
+async function serveStreamableHttp(app: App, context: CommandContext, port: number): Promise<void> {
+  const { StreamableHTTPServerTransport } =
+    await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
+  await serveLocal(
+    context,
+    port,
+    (allowedHosts) => (req, res) => {
+      if (!req.url?.startsWith('/mcp')) return notFound(res, 'the MCP endpoint is /mcp');
+      const server = app.createMcpServer();
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableDnsRebindingProtection: true,
+        allowedHosts,
+      });
+      res.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      server
+        .connect(transport)
+        .then(() => transport.handleRequest(req, res))
+        .catch((error: unknown) => {
+          context.stderr.write(`localagents serve: request failed: ${String(error)}\n`);
+          if (!res.headersSent) res.writeHead(500).end();
+        });
+    },
+    (actual) => {
+      app.noteMcpUrl(`http://127.0.0.1:${actual}/mcp`);
+      context.stderr.write(
+        `localagents: MCP over streamable HTTP at http://127.0.0.1:${actual}/mcp\n`,
+      );
+    },
+  );
+}
+
+/**
+ * The MCP SDK's legacy SSE transport, for clients of the Python original's `--transport sse`: GET /sse opens a
+ * session's event stream, whose first event names `/messages/?sessionId=…`, where the client POSTs its messages.
+ */
+async function serveSse(app: App, context: CommandContext, port: number): Promise<void> {
+  const { SSEServerTransport } = await import('@modelcontextprotocol/sdk/server/sse.js');
+  const sessions = new Map<string, InstanceType<typeof SSEServerTransport>>();
+  await serveLocal(
+    context,
+    port,
+    (allowedHosts) => (req, res) => {
+      const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      if (req.method === 'GET' && url.pathname === '/sse') {
+        const transport = new SSEServerTransport('/messages/', res, {
+          enableDnsRebindingProtection: true,
+          allowedHosts,
+        });
+        const server = app.createMcpServer();
+        sessions.set(transport.sessionId, transport);
+        res.on('close', () => {
+          sessions.delete(transport.sessionId);
+          void server.close();
+        });
+        server.connect(transport).catch((error: unknown) => {
+          context.stderr.write(`localagents serve: SSE session failed: ${String(error)}\n`);
+          if (!res.headersSent) res.writeHead(500).end();
+        });
+        return;
+      }
+      if (req.method === 'POST' && url.pathname === '/messages/') {
+        const transport = sessions.get(url.searchParams.get('sessionId') ?? '');
+        if (!transport) return notFound(res, 'no such SSE session; open GET /sse first');
+        transport.handlePostMessage(req, res).catch((error: unknown) => {
+          context.stderr.write(`localagents serve: SSE message failed: ${String(error)}\n`);
+          if (!res.headersSent) res.writeHead(500).end();
+        });
+        return;
+      }
+      notFound(res, 'the SSE endpoint is GET /sse (messages go to POST /messages/)');
+    },
+    (actual) => {
+      app.noteMcpUrl(`http://127.0.0.1:${actual}/sse`);
+      context.stderr.write(`localagents: MCP over SSE at http://127.0.0.1:${actual}/sse\n`);
+    },
+  );
+}
+
+const TRANSPORTS = ['stdio', 'streamable-http', 'sse'] as const;
+type Transport = (typeof TRANSPORTS)[number];
+/** The Python original's (FastMCP's) port for its HTTP transports, so its users' client settings still work. */
+const DEFAULT_HTTP_PORT = 8000;
+
+/** --transport (the Python original's flag) with --port, or --http PORT (streamable HTTP). */
+function chooseTransport(values: {
+  transport?: string | undefined;
+  http?: string | undefined;
+  port?: string | undefined;
+}): { transport: Transport; port: number } {
+  const named = values.transport;
+  if (named !== undefined && !TRANSPORTS.includes(named as Transport)) {
+    throw new LocalAgentsError('BAD_ARGUMENT', `serve: unknown --transport "${named}"`, {
+      hint: `use one of ${TRANSPORTS.join(', ')}`,
+    });
+  }
+  if (values.http !== undefined) {
+    if ((named !== undefined && named !== 'streamable-http') || values.port !== undefined) {
+      throw new LocalAgentsError(
+        'BAD_ARGUMENT',
+        'serve: --http PORT is streamable HTTP on that port',
+        { hint: 'use either --http PORT, or --transport T --port N' },
+      );
+    }
+    return {
+      transport: 'streamable-http',
+      port: integerFlag('serve', 'http', values.http, 0),
+    };
+  }
+  const transport = (named ?? 'stdio') as Transport;
+  if (transport === 'stdio' && values.port !== undefined) {
+    throw new LocalAgentsError('BAD_ARGUMENT', 'serve: --port needs an HTTP transport', {
+      hint: 'add --transport streamable-http or --transport sse',
+    });
+  }
+  const port =
+    values.port === undefined ? DEFAULT_HTTP_PORT : integerFlag('serve', 'port', values.port, 0);
+  return { transport, port };
+}
+
+/** `localagents serve` (the default command): the MCP server, stdio unless an HTTP transport is chosen. */
 export const runServe: CommandRun = async (context) => {
   const { values } = parseCommandArgs('serve', context.args, {
     ...APP_OPTIONS,
     http: { type: 'string' },
+    transport: { type: 'string' },
+    port: { type: 'string' },
   });
-  const port = values.http === undefined ? undefined : integerFlag('serve', 'http', values.http, 0);
+  const { transport, port } = chooseTransport(values);
   if (context.env[DELEGATE_MARKER]) {
     throw new LocalAgentsError(
       'INSIDE_DELEGATE',
@@ -106,10 +214,11 @@ export const runServe: CommandRun = async (context) => {
   }
   const app = openApp(context, values);
   try {
-    if (port === undefined) await serveStdio(app, context);
+    if (transport === 'stdio') await serveStdio(app, context);
     else {
       await reportRecovered(await app, context);
-      await serveHttp(await app, context, port);
+      const serve = transport === 'sse' ? serveSse : serveStreamableHttp;
+      await serve(await app, context, port);
     }
   } finally {
     await (await app).close();

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
@@ -80,5 +81,77 @@ describe('localagents serve --http', () => {
     const [code] = (await once(server, 'exit')) as [number | null];
     expect(code).toBe(0);
     expect(stdout).toBe('');
+  });
+});
+
+/** `localagents ARGS…` with a config, until its listen line; stopped when the test ends. */
+async function startServer(
+  args: string[],
+  pattern: RegExp,
+): Promise<{ url: string; stderr: () => string }> {
+  const configDir = await tempDir(
+    { 'models.yaml': emulatorConfig(emulator.url) },
+    'localagents-config-',
+  );
+  const env = await isolatedClaudeEnv({
+    LOCALAGENTS_STATE_DIR: await tempDir({}, 'localagents-state-'),
+  });
+  const server = spawn(
+    process.execPath,
+    [MAIN, ...args, '--config', join(configDir, 'models.yaml')],
+    {
+      env,
+      cwd: configDir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  onTestFinished(() => {
+    if (server.exitCode === null) server.kill('SIGKILL');
+  });
+  let stderr = '';
+  server.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const url = await waitFor(() => pattern.exec(stderr)?.[1], { what: 'the listen line' });
+  return { url, stderr: () => stderr };
+}
+
+describe('localagents --transport (the Python original’s flag)', () => {
+  it('serves streamable HTTP with --transport streamable-http --port', async () => {
+    const { url } = await startServer(
+      ['--transport', 'streamable-http', '--port', '0'],
+      /(http:\/\/127\.0\.0\.1:\d+\/mcp)/,
+    );
+    const client = new Client({ name: 'transport-test', version: '0.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    onTestFinished(() => client.close());
+    expect((await callTool(client, 'list_models')).endpoints).toEqual([
+      expect.objectContaining({ name: 'emu', up: true }),
+    ]);
+  });
+
+  it('serves the legacy SSE transport with --transport sse', async () => {
+    const { url } = await startServer(
+      ['--transport', 'sse', '--port', '0'],
+      /(http:\/\/127\.0\.0\.1:\d+\/sse)/,
+    );
+    const client = new Client({ name: 'sse-test', version: '0.0.0' });
+    await client.connect(new SSEClientTransport(new URL(url)));
+    onTestFinished(() => client.close());
+    const tools = await client.listTools();
+    expect(tools.tools.map((tool) => tool.name)).toContain('request_model');
+    expect(await callTool(client, 'request_model', { model: 'tiny-qwen3' })).toMatchObject({
+      available: true,
+      endpoint: 'emu',
+    });
+  });
+
+  it('refuses a transport it does not know, naming the ones it does', async () => {
+    const run = spawn(process.execPath, [MAIN, '--transport', 'websocket'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    run.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const [code] = (await once(run, 'exit')) as [number | null];
+    expect(code).toBe(2);
+    expect(stderr).toContain('use one of stdio, streamable-http, sse');
   });
 });
