@@ -21,6 +21,7 @@ const OPTIONS = {
   lora: { type: 'string', multiple: true },
   'enable-auto-tool-choice': { type: 'boolean' },
   'old-context-wording': { type: 'boolean' },
+  'context-error-500': { type: 'boolean' },
   script: { type: 'string' },
   'loading-ms': { type: 'string' },
   'prefill-ms-per-token': { type: 'string' },
@@ -83,6 +84,7 @@ export const runEmulate: CommandRun = async (context) => {
     // vLLM's own flag: without it (the default, as in vLLM) every request with tools gets a 400.
     toolChoice: values['enable-auto-tool-choice'] === true,
     vllmContextWording: values['old-context-wording'] === true ? 'too-large' : 'at-least',
+    vllmContextStatus: values['context-error-500'] === true ? 500 : 400,
     latency: {
       prefillMsPerToken: numberFlag('prefill-ms-per-token', values['prefill-ms-per-token']) ?? 0,
       decodeTokensPerSecond: numberFlag('decode-tokens-per-s', values['decode-tokens-per-s']) ?? 0,

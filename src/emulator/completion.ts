@@ -9,7 +9,7 @@ import {
   LLAMA_KV_EXHAUSTED,
   llamaContextError,
   llamaErrorForStatus,
-  vllmContextMessage,
+  vllmContextError,
   vllmError,
 } from './errors.js';
 import type { Fault } from './faults.js';
@@ -51,13 +51,7 @@ function overflowBody(
 ): { status: number; body: unknown } {
   if (state.backend === 'llama.cpp')
     return { status: 400, body: llamaContextError(request.tokens.length, state.window) };
-  const message = vllmContextMessage(
-    state.vllmContextWording,
-    state.window,
-    request.tokens.length,
-    request.maxTokens,
-  );
-  return { status: 400, body: vllmError('BadRequestError', message) };
+  return vllmContextError(state, state.window, request.tokens.length, request.maxTokens);
 }
 
 /** Applies a fault that answers before generation; true when the request is done. */

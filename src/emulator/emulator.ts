@@ -46,6 +46,8 @@ export interface EmulatorOptions {
   toolChoice?: boolean;
   /** vllm: wording of the prompt + max_tokens > max_model_len 400 (default 'at-least'). */
   vllmContextWording?: 'at-least' | 'too-large';
+  /** vllm: 500 answers it as newer vLLM's Anthropic router does, `internal_error` (default 400). */
+  vllmContextStatus?: 400 | 500;
   script?: ScriptTurn[];
   /** The reply to requests without tools (default: a short text). */
   plainReply?: ScriptTurn;
@@ -97,6 +99,7 @@ function resolveState(options: EmulatorOptions): EmulatorState {
     loras: options.loras ?? [],
     toolChoice: options.toolChoice ?? false,
     vllmContextWording: options.vllmContextWording ?? 'at-least',
+    vllmContextStatus: options.vllmContextStatus ?? 400,
     latency: {
       prefillMsPerToken: options.latency?.prefillMsPerToken ?? 0,
       decodeTokensPerSecond: options.latency?.decodeTokensPerSecond ?? 0,

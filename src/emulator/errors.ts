@@ -136,6 +136,28 @@ export function vllmContextMessage(
   return `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${maxTokens} output tokens and your prompt contains at least ${atLeast} input tokens, for a total of at least ${atLeast + maxTokens} tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=${atLeast})`;
 }
 
+/**
+ * The whole answer to prompt + max_tokens > max_model_len on /v1/messages: a 400 BadRequestError (recorded), or as
+ * newer vLLM's Anthropic router answers an exception raised while it prepares the request: 500 `internal_error`
+ * with the same message (vllm/entrypoints/anthropic/api_router.py, `create_messages`).
+ */
+export function vllmContextError(
+  state: { vllmContextWording: 'at-least' | 'too-large'; vllmContextStatus: 400 | 500 },
+  maxModelLen: number,
+  promptTokens: number,
+  maxTokens: number,
+): { status: number; body: VllmError } {
+  const message = vllmContextMessage(
+    state.vllmContextWording,
+    maxModelLen,
+    promptTokens,
+    maxTokens,
+  );
+  return state.vllmContextStatus === 500
+    ? { status: 500, body: vllmError('internal_error', message) }
+    : { status: 400, body: vllmError('BadRequestError', message) };
+}
+
 /** vLLM's request-validation handler answers in the OpenAI shape, even on /v1/messages. */
 export function vllmValidationError(message: string): {
   error: { message: string; type: string; param: null; code: number };

@@ -41,6 +41,8 @@ export interface EmulatorState {
   /** vLLM: started with --enable-auto-tool-choice (else tool requests get 400). */
   toolChoice: boolean;
   vllmContextWording: 'at-least' | 'too-large';
+  /** vLLM: the status of that answer on /v1/messages (500 internal_error in newer releases). */
+  vllmContextStatus: 400 | 500;
   latency: Latency;
   script: readonly ScriptTurn[];
   plainReply: ScriptTurn | undefined;

@@ -9,7 +9,7 @@ import { runCompletion } from './completion.js';
 import {
   VLLM_TOOL_CHOICE,
   VLLM_UNAUTHORIZED,
-  vllmContextMessage,
+  vllmContextError,
   vllmError,
   vllmUnknownModel,
   vllmValidationError,
@@ -123,13 +123,8 @@ async function handleMessages(
   record.stream = stream;
   // Checked during preprocessing, before any SSE byte: plain 400 JSON even when streaming.
   if (tokens.length + maxTokens > state.window) {
-    const message = vllmContextMessage(
-      state.vllmContextWording,
-      state.window,
-      tokens.length,
-      maxTokens,
-    );
-    return sendJson(res, 'vllm', 400, vllmError('BadRequestError', message));
+    const error = vllmContextError(state, state.window, tokens.length, maxTokens);
+    return sendJson(res, 'vllm', error.status, error.body);
   }
   await runCompletion(
     state,

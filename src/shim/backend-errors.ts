@@ -133,6 +133,18 @@ export function parseVllmContextError(message: string): BackendError | undefined
       message,
     );
   if (m) return tooLarge(num(m[2]), undefined, message);
+  // v0.25: the prompt was tokenised whole, so the count is exact (docs/reference/backends.md §1.6).
+  m =
+    /maximum context length is (\d+) tokens\. However, you requested (\d+) output tokens and your prompt contains (\d+) input tokens, for a total of (\d+) tokens/.exec(
+      message,
+    );
+  if (m) return fromExact(num(m[1]), num(m[3]), message);
+  // v0.25: too many characters to be worth tokenising; the prompt size in tokens is unknown.
+  m =
+    /maximum context length is (\d+) tokens\. However, you requested (\d+) output tokens and your prompt contains (\d+) characters/.exec(
+      message,
+    );
+  if (m) return tooLarge(num(m[1]), undefined, message);
   // Released ~v0.18+: the prompt count is always L-M+1, a lower bound, so it cannot tell overflow from a too-big max_tokens.
   m =
     /maximum context length is (\d+) tokens\. However, you requested (\d+) output tokens and your prompt contains at least (\d+) input tokens/.exec(
@@ -181,7 +193,9 @@ export function classifyBackendError(status: number, bodyText: string): BackendE
     };
   }
   if (message.includes('Context size has been exceeded')) return { kind: 'kv_exhausted', message };
-  if (status === 400 || status === 413) {
+  // 500: newer vLLM's Anthropic router answers an exception raised while preparing the request as
+  // `internal_error` with its message, and the renderer's context check raises one (api_router.py).
+  if (status === 400 || status === 413 || status === 500) {
     const vllm = parseVllmContextError(message);
     if (vllm) return vllm;
   }

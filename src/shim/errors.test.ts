@@ -226,6 +226,26 @@ const VLLM_WORDINGS: Array<[string, Record<string, unknown>, string]> = [
     { kind: 'max_tokens_too_large', promptTokens: 33537, contextTokens: 65536, lowerBound: true },
     'prompt is too long: 65537 tokens > 65536 maximum',
   ],
+  [
+    "This model's maximum context length is 65536 tokens. However, you requested 32000 output tokens and your prompt contains 70000 input tokens, for a total of 102000 tokens. Please reduce the length of the input prompt or the number of requested output tokens.",
+    { kind: 'context_overflow', promptTokens: 70000, contextTokens: 65536, lowerBound: false },
+    'prompt is too long: 70000 tokens > 65536 maximum',
+  ],
+  [
+    "This model's maximum context length is 65536 tokens. However, you requested 32000 output tokens and your prompt contains 20000 input tokens, for a total of 52000 tokens. Please reduce the length of the input prompt or the number of requested output tokens.",
+    { kind: 'max_tokens_too_large', promptTokens: 20000, contextTokens: 65536, lowerBound: false },
+    'prompt is too long: 65537 tokens > 65536 maximum',
+  ],
+  [
+    "This model's maximum context length is 65536 tokens. However, you requested 32000 output tokens and your prompt contains 900000 characters (more than 134144 characters, which is the upper bound for 33536 input tokens). Please reduce the length of the input prompt or the number of requested output tokens.",
+    {
+      kind: 'max_tokens_too_large',
+      promptTokens: undefined,
+      contextTokens: 65536,
+      lowerBound: false,
+    },
+    'prompt is too long: 65537 tokens > 65536 maximum',
+  ],
 ];
 
 describe('classifyBackendError with vLLM wordings (backends.md §1.6)', () => {
@@ -243,6 +263,13 @@ describe('classifyBackendError with vLLM wordings (backends.md §1.6)', () => {
       });
     },
   );
+
+  // Newer vLLM's Anthropic router: the renderer's check raises inside create_messages, which answers
+  // 500 internal_error with the message (vllm/entrypoints/anthropic/api_router.py).
+  it.each(VLLM_WORDINGS)('reads %s in a 500 internal_error too', (message, expected) => {
+    const body = JSON.stringify({ type: 'error', error: { type: 'internal_error', message } });
+    expect(classifyBackendError(500, body)).toMatchObject(expected);
+  });
 
   it.each(VLLM_WORDINGS)(
     'reads %s in the nested OpenAI shape of /v1/chat/completions too',

@@ -257,11 +257,11 @@ describe('createShim client disconnects', () => {
   });
 });
 
-const AT_LEAST = (prompt: number) =>
+const AT_LEAST = (prompt: number, type = 'BadRequestError') =>
   JSON.stringify({
     type: 'error',
     error: {
-      type: 'BadRequestError',
+      type,
       message: `This model's maximum context length is 65536 tokens. However, you requested 32000 output tokens and your prompt contains at least ${prompt} input tokens, for a total of at least ${prompt + 32000} tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=${prompt})`,
     },
   });
@@ -269,12 +269,15 @@ const AT_LEAST = (prompt: number) =>
 describe('createShim vLLM clamp-and-retry', () => {
   it.each([
     // The lower bound leaves room: one clamped retry, which fails too, and no third attempt.
-    [33537, 2, 'prompt is too long: 65537 tokens > 65536 maximum'],
+    [33537, 2, 'prompt is too long: 65537 tokens > 65536 maximum', 400],
     // The lower bound alone fills the window: no retry at all.
-    [70001, 1, 'prompt is too long: 70001 tokens > 65536 maximum'],
+    [70001, 1, 'prompt is too long: 70001 tokens > 65536 maximum', 400],
+    // Newer vLLM's /v1/messages answers the same check 500 internal_error.
+    [33537, 2, 'prompt is too long: 65537 tokens > 65536 maximum', 500],
+    [70001, 1, 'prompt is too long: 70001 tokens > 65536 maximum', 500],
   ])(
-    'answers "at least %i" without count_tokens with %i attempt(s), then prompt is too long, noting the lower bound',
-    async (prompt, attempts, message) => {
+    'answers "at least %i" without count_tokens with %i attempt(s), then prompt is too long, noting the lower bound (HTTP %i)',
+    async (prompt, attempts, message, status) => {
       const seen: Array<{ path: string; body: string }> = [];
       const url = await fakeBackend((req, res) => {
         let text = '';
@@ -283,8 +286,12 @@ describe('createShim vLLM clamp-and-retry', () => {
         req.on('end', () => {
           seen.push({ path: req.url ?? '', body: text });
           const isCount = req.url?.includes('count_tokens') === true;
-          res.writeHead(isCount ? 404 : 400, { 'content-type': 'application/json' });
-          res.end(isCount ? '{"detail":"Not Found"}' : AT_LEAST(prompt));
+          res.writeHead(isCount ? 404 : status, { 'content-type': 'application/json' });
+          res.end(
+            isCount
+              ? '{"detail":"Not Found"}'
+              : AT_LEAST(prompt, status === 500 ? 'internal_error' : 'BadRequestError'),
+          );
         });
       });
       const { route, logDir } = await routeTo(url, { backend: 'vllm', servedId: 'qwen3-coder' });
@@ -304,6 +311,32 @@ describe('createShim vLLM clamp-and-retry', () => {
       expect(line?.rewrites.includes('retry_clamped')).toBe(attempts === 2);
     },
   );
+});
+
+describe('createShim with a vLLM that answers the overflow 500', () => {
+  it('turns the emulator’s 500 internal_error into the 400 prompt is too long Claude Code compacts on', async () => {
+    const { route, logDir } = await withEmulator(
+      { backend: 'vllm', nCtx: 8192, servedNames: ['qwen3-coder'], vllmContextStatus: 500 },
+      { backend: 'vllm', servedId: 'qwen3-coder', contextTokens: 8192 },
+    );
+    const big = 'word '.repeat(12000);
+    const response = await post(
+      route,
+      body({ model: 'qwen3-coder', max_tokens: 4000, messages: [{ role: 'user', content: big }] }),
+    );
+    expect(response.status).toBe(400);
+    const answer = (await response.json()) as { error: { type: string; message: string } };
+    expect(answer.error.type).toBe('invalid_request_error');
+    expect(answer.error.message).toMatch(/^prompt is too long: \d+ tokens > 8192 maximum$/);
+    const lines = await logLines(route, logDir);
+    // The emulator's count_tokens gave the exact size, so the "at least" lower bound was not needed.
+    expect(lines.at(-1)).toMatchObject({
+      upstream_status: 500,
+      error: { translated: answer.error.message },
+    });
+    expect(lines.at(-1)?.error?.original).toContain('"type":"internal_error"');
+    expect(lines.at(-1)?.error?.original).toContain('your prompt contains at least');
+  });
 });
 
 describe('requests.jsonl', () => {
