@@ -37,6 +37,7 @@ Options:
   --lora NAME[=BASE]         vLLM: list a LoRA card (repeatable)
   --old-context-wording      vLLM: the older "'max_tokens' … is too large" 400 wording
   --context-error-500        vLLM: answer that overflow 500 internal_error, as newer vLLM's /v1/messages does
+  --speculative K:RATE       vLLM: speculative decoding (K draft tokens a step, RATE accepted): spec_decode counters
   --script FILE              JSON or YAML list of turns the scripted model plays
   --loading-ms N             answer 503 "Loading model" (vLLM: refuse connections) for N ms first
   --prefill-ms-per-token X   simulated prompt processing time

@@ -22,6 +22,7 @@ const OPTIONS = {
   'enable-auto-tool-choice': { type: 'boolean' },
   'old-context-wording': { type: 'boolean' },
   'context-error-500': { type: 'boolean' },
+  speculative: { type: 'string' },
   script: { type: 'string' },
   'loading-ms': { type: 'string' },
   'prefill-ms-per-token': { type: 'string' },
@@ -64,6 +65,17 @@ function faultFlags(texts: readonly string[]): Fault[] {
 }
 
 /** `localagents emulate`: prints the base URL as its first stdout line, serves until SIGINT/SIGTERM. */
+/** `--speculative K:RATE`: K draft tokens a step, RATE of them accepted (vLLM --speculative-config). */
+function speculativeFlag(value: string): { numSpeculativeTokens: number; acceptanceRate: number } {
+  const [k, rate] = value.split(':').map(Number);
+  if (!Number.isInteger(k) || (k ?? 0) < 1 || rate === undefined || !(rate >= 0 && rate <= 1)) {
+    throw new LocalAgentsError('BAD_ARGUMENT', `emulate: --speculative "${value}" is not K:RATE`, {
+      hint: 'e.g. --speculative 4:0.7 (4 draft tokens a step, 70% accepted)',
+    });
+  }
+  return { numSpeculativeTokens: k ?? 1, acceptanceRate: rate };
+}
+
 export const runEmulate: CommandRun = async (context) => {
   const { values } = parseCommandArgs('emulate', context.args, OPTIONS);
   const backend = values.backend ?? 'llama.cpp';
@@ -85,6 +97,7 @@ export const runEmulate: CommandRun = async (context) => {
     toolChoice: values['enable-auto-tool-choice'] === true,
     vllmContextWording: values['old-context-wording'] === true ? 'too-large' : 'at-least',
     vllmContextStatus: values['context-error-500'] === true ? 500 : 400,
+    ...(values.speculative === undefined ? {} : { speculative: speculativeFlag(values.speculative) }),
     latency: {
       prefillMsPerToken: numberFlag('prefill-ms-per-token', values['prefill-ms-per-token']) ?? 0,
       decodeTokensPerSecond: numberFlag('decode-tokens-per-s', values['decode-tokens-per-s']) ?? 0,

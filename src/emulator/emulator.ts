@@ -11,7 +11,7 @@ import { readBody, sendJson } from './http.js';
 import { llamaIdentity } from './llamacpp-bodies.js';
 import { handleLlamaRequest } from './llamacpp-routes.js';
 import type { Dialect } from './message-format.js';
-import { createStats } from './metrics.js';
+import { createStats, type SpeculativeConfig } from './metrics.js';
 import { createRequestLog, parseJsonOrUndefined } from './request-log.js';
 import { DEFAULT_SCRIPT, type ScriptTurn } from './script.js';
 import { computeSlotWindow, createSlotPool } from './slots.js';
@@ -48,6 +48,8 @@ export interface EmulatorOptions {
   vllmContextWording?: 'at-least' | 'too-large';
   /** vllm: 500 answers it as newer vLLM's Anthropic router does, `internal_error` (default 400). */
   vllmContextStatus?: 400 | 500;
+  /** vllm: started with --speculative-config; /metrics then has the spec_decode counters. */
+  speculative?: SpeculativeConfig;
   script?: ScriptTurn[];
   /** The reply to requests without tools (default: a short text). */
   plainReply?: ScriptTurn;
@@ -110,7 +112,7 @@ function resolveState(options: EmulatorOptions): EmulatorState {
     pool: createSlotPool(window),
     faults: createFaultQueue(),
     holds: createHoldGate(),
-    stats: createStats(),
+    stats: createStats(backend === 'vllm' ? options.speculative : undefined),
     loading: (options.loadingMs ?? 0) > 0,
   };
 }

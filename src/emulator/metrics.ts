@@ -16,10 +16,26 @@ export interface ServerStats {
   decodeCalls: number;
   maxTokensInSlot: number;
   bucket: { promptTokens: number; promptMs: number; generated: number; generationMs: number };
+  /** vLLM with --speculative-config: its spec_decode counters (backends.md §1.14). */
+  speculative?: SpeculativeStats;
 }
 
-export function createStats(): ServerStats {
+export interface SpeculativeConfig {
+  /** Draft tokens proposed per step (vLLM `num_speculative_tokens`). */
+  numSpeculativeTokens: number;
+  /** Share of draft tokens the target model accepts. */
+  acceptanceRate: number;
+}
+
+export interface SpeculativeStats extends SpeculativeConfig {
+  drafts: number;
+  draftTokens: number;
+  acceptedTokens: number;
+}
+
+export function createStats(speculative?: SpeculativeConfig): ServerStats {
   return {
+    ...(speculative ? { speculative: { ...speculative, drafts: 0, draftTokens: 0, acceptedTokens: 0 } } : {}),
     startedAtMs: Date.now(),
     promptTokensProcessed: 0,
     promptTokensAll: 0,
@@ -56,6 +72,20 @@ export function recordCompletion(stats: ServerStats, done: CompletedRequest): vo
   stats.bucket.promptMs += done.promptMs;
   stats.bucket.generated += done.outputTokens;
   stats.bucket.generationMs += done.generationMs;
+  if (stats.speculative) countSpeculation(stats.speculative, done.outputTokens);
+}
+
+/**
+ * Each step proposes k draft tokens, accepts a share of them and adds one token of its own, so `outputTokens`
+ * take about outputTokens / (1 + k × rate) steps.
+ */
+function countSpeculation(spec: SpeculativeStats, outputTokens: number): void {
+  if (outputTokens <= 0) return;
+  const k = spec.numSpeculativeTokens;
+  const steps = Math.max(1, Math.ceil(outputTokens / (1 + k * spec.acceptanceRate)));
+  spec.drafts += steps;
+  spec.draftTokens += steps * k;
+  spec.acceptedTokens += Math.min(outputTokens - 1, Math.round(steps * k * spec.acceptanceRate));
 }
 
 /** C++ `std::cout << double` (default precision 6): 1234567 → 1.23457e+06. */
@@ -166,5 +196,20 @@ export function renderVllmMetrics(stats: ServerStats, gauges: VllmGauges): strin
       stats.cachedTokens,
     ),
     counter('generation_tokens', 'Number of generation tokens processed.', stats.generatedTokens),
+    ...(stats.speculative
+      ? [
+          counter('spec_decode_num_drafts', 'Number of spec decoding drafts.', stats.speculative.drafts),
+          counter(
+            'spec_decode_num_draft_tokens',
+            'Number of draft tokens.',
+            stats.speculative.draftTokens,
+          ),
+          counter(
+            'spec_decode_num_accepted_tokens',
+            'Number of accepted tokens.',
+            stats.speculative.acceptedTokens,
+          ),
+        ]
+      : []),
   ].join('');
 }

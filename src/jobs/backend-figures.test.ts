@@ -6,6 +6,7 @@ import {
   computeBackendFigures,
   describeFigures,
   parsePrometheus,
+  specDecodeFromMetrics,
   speedsFromMetrics,
 } from './backend-figures.js';
 
@@ -69,6 +70,54 @@ describe('computeBackendFigures', () => {
     expect(figures.generation_tokens_per_s).toBe(374.7);
     expect(figures.speed_scope).toBe('server_wide');
     expect(describeFigures(figures)).toContain('server-wide');
+  });
+});
+
+/** vLLM's spec_decode counters (backends.md §1.14), labelled per model as vLLM prints them. */
+function vllmSpecMetrics(drafts: number, draftTokens: number, accepted: number): string {
+  const labels = '{engine="0",model_name="coder-moe"}';
+  return [
+    `vllm:spec_decode_num_drafts_total${labels} ${drafts}.0`,
+    `vllm:spec_decode_num_draft_tokens_total${labels} ${draftTokens}.0`,
+    `vllm:spec_decode_num_accepted_tokens_total${labels} ${accepted}.0`,
+    '',
+  ].join('\n');
+}
+
+describe('specDecodeFromMetrics', () => {
+  it('reads vLLM acceptance over the job’s span: accepted / draft tokens, and tokens a step', () => {
+    const spec = specDecodeFromMetrics(
+      parsePrometheus(vllmSpecMetrics(100, 400, 250)),
+      parsePrometheus(vllmSpecMetrics(150, 600, 400)),
+    );
+    expect(spec).toEqual({
+      drafts: 50,
+      draft_tokens: 200,
+      accepted_tokens: 150,
+      acceptance_rate: 0.75,
+      mean_acceptance_length: 4,
+    });
+    const figures = computeBackendFigures({
+      stats: routeStats(),
+      before: parsePrometheus(vllmSpecMetrics(100, 400, 250)),
+      after: parsePrometheus(vllmSpecMetrics(150, 600, 400)),
+      overlapped: false,
+    });
+    expect(figures.spec_decode).toEqual(spec);
+    expect(describeFigures(figures)).toContain(
+      'speculative decoding 75% accepted (4 tokens a step)',
+    );
+  });
+
+  it('has nothing to say without the counters (llama.cpp) or without a draft in the span', async () => {
+    const before = parsePrometheus(await metricsBody('A07-get-metrics-before.json'));
+    const after = parsePrometheus(await metricsBody('A81-get-metrics-after.json'));
+    expect(specDecodeFromMetrics(before, after)).toBeUndefined();
+    expect(
+      computeBackendFigures({ stats: routeStats(), before, after, overlapped: false }),
+    ).not.toHaveProperty('spec_decode');
+    const idle = parsePrometheus(vllmSpecMetrics(10, 40, 30));
+    expect(specDecodeFromMetrics(idle, idle)).toBeUndefined();
   });
 });
 

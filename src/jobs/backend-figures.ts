@@ -38,6 +38,33 @@ function rate(
   return Math.round((tokenDelta / secondDelta) * 10) / 10;
 }
 
+const SPEC_DECODE = {
+  drafts: 'vllm:spec_decode_num_drafts_total',
+  draftTokens: 'vllm:spec_decode_num_draft_tokens_total',
+  accepted: 'vllm:spec_decode_num_accepted_tokens_total',
+} as const;
+
+/** vLLM's acceptance over the span (backends.md §1.14); undefined without the counters or without drafts. */
+export function specDecodeFromMetrics(
+  before: MetricsSnapshot | undefined,
+  after: MetricsSnapshot | undefined,
+): NonNullable<BackendFigures['spec_decode']> | undefined {
+  if (!before || !after || !after.has(SPEC_DECODE.draftTokens)) return undefined;
+  const delta = (name: string): number => (after.get(name) ?? NaN) - (before.get(name) ?? 0);
+  const drafts = delta(SPEC_DECODE.drafts);
+  const draftTokens = delta(SPEC_DECODE.draftTokens);
+  const accepted = delta(SPEC_DECODE.accepted);
+  if (!(draftTokens > 0) || !(drafts > 0) || !Number.isFinite(accepted)) return undefined;
+  const round = (value: number): number => Math.round(value * 1000) / 1000;
+  return {
+    drafts,
+    draft_tokens: draftTokens,
+    accepted_tokens: accepted,
+    acceptance_rate: round(accepted / draftTokens),
+    mean_acceptance_length: round(1 + accepted / drafts),
+  };
+}
+
 export interface MetricsSpeeds {
   prompt: number | null;
   generation: number | null;
@@ -120,6 +147,8 @@ export function computeBackendFigures(input: FiguresInput): BackendFigures {
     figures.cache_hit_rate =
       Math.round((figures.cached_tokens / figures.prompt_tokens) * 1000) / 1000;
   }
+  const spec = specDecodeFromMetrics(input.before, input.after);
+  if (spec) figures.spec_decode = spec;
   const speeds = speedsFromMetrics(input.before, input.after);
   if (speeds) {
     figures.prompt_tokens_per_s = speeds.prompt;
@@ -143,6 +172,10 @@ export function describeFigures(figures: BackendFigures): string {
     parts.push(`prompt ${figures.prompt_tokens_per_s} tok/s`);
   if (figures.generation_tokens_per_s !== null)
     parts.push(`generation ${figures.generation_tokens_per_s} tok/s`);
+  if (figures.spec_decode)
+    parts.push(
+      `speculative decoding ${Math.round(figures.spec_decode.acceptance_rate * 100)}% accepted (${figures.spec_decode.mean_acceptance_length} tokens a step)`,
+    );
   if (figures.speed_scope === 'server_wide')
     parts.push('(speeds are server-wide: other jobs overlapped)');
   return parts.join(', ');

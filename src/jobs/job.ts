@@ -80,6 +80,23 @@ export const backendFiguresSchema = z.object({
   generation_tokens_per_s: z.number().nullable(),
   /** job: the speeds are this job's own; server_wide: other jobs ran on the endpoint at the same time. */
   speed_scope: z.enum(['job', 'server_wide', 'unavailable']),
+  /**
+   * Speculative decoding over the job's span, from vLLM's spec_decode counters (same scope as the speeds).
+   * Absent or null where the backend does not report it: llama.cpp has no such counters in /metrics and no
+   * draft counts in its /v1/messages answers (docs/jobs.md).
+   */
+  spec_decode: z
+    .object({
+      drafts: z.number(),
+      draft_tokens: z.number(),
+      accepted_tokens: z.number(),
+      /** accepted / draft tokens. */
+      acceptance_rate: z.number(),
+      /** Tokens per step: 1 + accepted / drafts. */
+      mean_acceptance_length: z.number(),
+    })
+    .nullable()
+    .optional(),
 });
 export type BackendFigures = z.infer<typeof backendFiguresSchema>;
 
