@@ -97,7 +97,9 @@ export const runEmulate: CommandRun = async (context) => {
     toolChoice: values['enable-auto-tool-choice'] === true,
     vllmContextWording: values['old-context-wording'] === true ? 'too-large' : 'at-least',
     vllmContextStatus: values['context-error-500'] === true ? 500 : 400,
-    ...(values.speculative === undefined ? {} : { speculative: speculativeFlag(values.speculative) }),
+    ...(values.speculative === undefined
+      ? {}
+      : { speculative: speculativeFlag(values.speculative) }),
     latency: {
       prefillMsPerToken: numberFlag('prefill-ms-per-token', values['prefill-ms-per-token']) ?? 0,
       decodeTokensPerSecond: numberFlag('decode-tokens-per-s', values['decode-tokens-per-s']) ?? 0,

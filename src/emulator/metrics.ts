@@ -35,7 +35,9 @@ export interface SpeculativeStats extends SpeculativeConfig {
 
 export function createStats(speculative?: SpeculativeConfig): ServerStats {
   return {
-    ...(speculative ? { speculative: { ...speculative, drafts: 0, draftTokens: 0, acceptedTokens: 0 } } : {}),
+    ...(speculative
+      ? { speculative: { ...speculative, drafts: 0, draftTokens: 0, acceptedTokens: 0 } }
+      : {}),
     startedAtMs: Date.now(),
     promptTokensProcessed: 0,
     promptTokensAll: 0,
@@ -198,7 +200,11 @@ export function renderVllmMetrics(stats: ServerStats, gauges: VllmGauges): strin
     counter('generation_tokens', 'Number of generation tokens processed.', stats.generatedTokens),
     ...(stats.speculative
       ? [
-          counter('spec_decode_num_drafts', 'Number of spec decoding drafts.', stats.speculative.drafts),
+          counter(
+            'spec_decode_num_drafts',
+            'Number of spec decoding drafts.',
+            stats.speculative.drafts,
+          ),
           counter(
             'spec_decode_num_draft_tokens',
             'Number of draft tokens.',
