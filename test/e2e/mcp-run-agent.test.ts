@@ -179,6 +179,7 @@ describe('run_agent over MCP', () => {
     expect(page.total_lines).toBe(diff.total_lines);
     const log = await callTool(client, 'job_log', { job_id: id, tail_lines: 3 });
     expect(String(log.transcript)).toContain('=== done: succeeded');
+    expect(log).toMatchObject({ job_id: id, log_dir: app.store.jobDir(id) });
     summary = await callTool(client, 'job_status', { job_id: id });
     expect(summary.status).toBe('succeeded');
   });

@@ -28,7 +28,14 @@ export function registerJobLogTool(server: McpServer, deps: McpDeps): Registered
       answer(async () => {
         const record = await deps.runner.get(args.job_id);
         const text = await deps.store.tail(record.id, JOB_FILES.transcript, args.tail_lines ?? 80);
-        return jsonResult({ id: record.id, status: record.status, transcript: text });
+        return jsonResult({
+          id: record.id,
+          // The Python original's names for the id and the folder holding the job's files.
+          job_id: record.id,
+          status: record.status,
+          log_dir: deps.store.jobDir(record.id),
+          transcript: text,
+        });
       }),
   );
 }
