@@ -178,17 +178,25 @@ describe('buildSystemPromptAppend', () => {
   });
 });
 
+/** A job's environment on a 32k window with the given endpoint and model env. */
+function jobEnv(endpointEnv: Record<string, string>, modelEnv?: Record<string, string>) {
+  return buildSessionEnv({
+    baseEnv: base,
+    servedId: 'q',
+    baseUrl: 'http://127.0.0.1:4000/j/tok',
+    contextTokens: 32768,
+    timeoutS: 60,
+    endpointEnv,
+    modelEnv,
+  });
+}
+
 describe('buildSessionEnv with a menu entry env', () => {
   it('applies the model env after the endpoint env, window variables included', () => {
-    const env = buildSessionEnv({
-      baseEnv: base,
-      servedId: 'q',
-      baseUrl: 'http://127.0.0.1:4000/j/tok',
-      contextTokens: 32768,
-      timeoutS: 60,
-      endpointEnv: { CLAUDE_CODE_MAX_RETRIES: '2', API_TIMEOUT_MS: '1000' },
-      modelEnv: { API_TIMEOUT_MS: '900000', CLAUDE_CODE_MAX_CONTEXT_TOKENS: '30000' },
-    });
+    const env = jobEnv(
+      { CLAUDE_CODE_MAX_RETRIES: '2', API_TIMEOUT_MS: '1000' },
+      { API_TIMEOUT_MS: '900000', CLAUDE_CODE_MAX_CONTEXT_TOKENS: '30000' },
+    );
     expect(env).toMatchObject({
       CLAUDE_CODE_MAX_RETRIES: '2',
       API_TIMEOUT_MS: '900000',
@@ -199,15 +207,7 @@ describe('buildSessionEnv with a menu entry env', () => {
 
 describe('pinnedSettingsEnv', () => {
   it('keeps the routing, window and privacy variables a job sets, and nothing of the rest', () => {
-    const env = buildSessionEnv({
-      baseEnv: base,
-      servedId: 'q',
-      baseUrl: 'http://127.0.0.1:4000/j/tok',
-      contextTokens: 32768,
-      timeoutS: 60,
-      endpointEnv: { LLAMA_EXTRA: 'x', CLAUDE_CODE_EFFORT_LEVEL: 'low' },
-    });
-    const pinned = pinnedSettingsEnv(env);
+    const pinned = pinnedSettingsEnv(jobEnv({ LLAMA_EXTRA: 'x', CLAUDE_CODE_EFFORT_LEVEL: 'low' }));
     expect(pinned).toMatchObject({
       ANTHROPIC_BASE_URL: 'http://127.0.0.1:4000/j/tok',
       ANTHROPIC_MODEL: 'q',

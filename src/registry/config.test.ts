@@ -220,6 +220,18 @@ describe('LOCALAGENTS_DUMP_REQUESTS (the Python original’s switch)', () => {
   });
 });
 
+/** Loads DIR/user/models.yaml (named with --config) under DIR/project (its ./models.yaml); fails on errors. */
+async function loadUserAndProject(dir: string) {
+  const paths = configPaths({
+    configFlag: join(dir, 'user/models.yaml'),
+    cwd: join(dir, 'project'),
+    env: {},
+  });
+  const result = await loadRegistryConfig(paths);
+  if (!result.ok) throw new Error(result.issues.map(formatConfigIssue).join('\n'));
+  return { paths, config: result.config, warnings: result.warnings };
+}
+
 describe('loadRegistryConfig', () => {
   it('merges layers: endpoints and models entry by entry, defaults key by key', async () => {
     const dir = await tempDir({
@@ -230,14 +242,7 @@ describe('loadRegistryConfig', () => {
       'user/models.local.yaml':
         'endpoints:\n  c:\n    base_url: http://h:4\nmodels:\n  m1:\n    host: side\n',
     });
-    const paths = configPaths({
-      configFlag: join(dir, 'user/models.yaml'),
-      cwd: join(dir, 'project'),
-      env: {},
-    });
-    const result = await loadRegistryConfig(paths);
-    if (!result.ok) throw new Error(result.issues.map(formatConfigIssue).join('\n'));
-    const { config } = result;
+    const { paths, config } = await loadUserAndProject(dir);
     expect(config.defaults.max_turns).toBe(20);
     expect(config.defaults.timeout_s).toBe(99);
     expect(config.defaults.probe_timeout_s).toBe(2.5);
@@ -263,16 +268,10 @@ describe('loadRegistryConfig', () => {
         'user/models.yaml': `${ENDPOINT}models:\n  m1:\n    notes: user\n`,
         'project/models.yaml': project,
       });
-      const paths = configPaths({
-        configFlag: join(dir, 'user/models.yaml'),
-        cwd: join(dir, 'project'),
-        env: {},
-      });
-      const result = await loadRegistryConfig(paths);
-      if (!result.ok) throw new Error(result.issues.map(formatConfigIssue).join('\n'));
-      expect(result.config.files).toEqual([paths.user]);
-      expect(result.config.models).toEqual([{ name: 'm1', notes: 'user' }]);
-      expect(result.warnings.map(formatConfigIssue)).toEqual([
+      const { paths, config, warnings } = await loadUserAndProject(dir);
+      expect(config.files).toEqual([paths.user]);
+      expect(config.models).toEqual([{ name: 'm1', notes: 'user' }]);
+      expect(warnings.map(formatConfigIssue)).toEqual([
         expect.stringMatching(
           new RegExp(`^${paths.project ?? ''}: not a localagents models.yaml \\(.+\\); ignored`),
         ),

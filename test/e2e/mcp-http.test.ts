@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,33 +22,40 @@ beforeAll(async () => {
 });
 afterAll(() => emulator.close());
 
+/** `localagents ARGS…` with a config, until its listen line; stopped when the test ends. */
+async function startServer(
+  args: string[],
+  pattern: RegExp,
+): Promise<{ url: string; server: ChildProcess; stdout: () => string }> {
+  const configDir = await tempDir(
+    { 'models.yaml': emulatorConfig(emulator.url) },
+    'localagents-config-',
+  );
+  const env = await isolatedClaudeEnv({
+    LOCALAGENTS_STATE_DIR: await tempDir({}, 'localagents-state-'),
+  });
+  const server = spawn(
+    process.execPath,
+    [MAIN, ...args, '--config', join(configDir, 'models.yaml')],
+    { env, cwd: configDir, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  onTestFinished(() => {
+    if (server.exitCode === null) server.kill('SIGKILL');
+  });
+  let stderr = '';
+  let stdout = '';
+  server.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  server.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  const url = await waitFor(() => pattern.exec(stderr)?.[1], { what: 'the listen line' });
+  return { url, server, stdout: () => stdout };
+}
+
 describe('localagents serve --http', () => {
   it('serves MCP over streamable HTTP on 127.0.0.1, sends wait_job progress, and stops on SIGTERM', async () => {
-    const configDir = await tempDir(
-      { 'models.yaml': emulatorConfig(emulator.url) },
-      'localagents-config-',
+    const { url, server, stdout } = await startServer(
+      ['serve', '--http', '0'],
+      /(http:\/\/127\.0\.0\.1:\d+\/mcp)/,
     );
-    const stateDir = await tempDir({}, 'localagents-state-');
-    const env = await isolatedClaudeEnv({ LOCALAGENTS_STATE_DIR: stateDir });
-    const server = spawn(
-      process.execPath,
-      [MAIN, 'serve', '--http', '0', '--config', join(configDir, 'models.yaml')],
-      {
-        env,
-        cwd: configDir,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    onTestFinished(() => {
-      if (server.exitCode === null) server.kill('SIGKILL');
-    });
-    let stderr = '';
-    let stdout = '';
-    server.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    server.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    const url = await waitFor(() => /(http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr)?.[1], {
-      what: 'the listen line',
-    });
 
     const client = new Client({ name: 'http-test', version: '0.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
@@ -80,39 +87,9 @@ describe('localagents serve --http', () => {
     server.kill('SIGTERM');
     const [code] = (await once(server, 'exit')) as [number | null];
     expect(code).toBe(0);
-    expect(stdout).toBe('');
+    expect(stdout()).toBe('');
   });
 });
-
-/** `localagents ARGS…` with a config, until its listen line; stopped when the test ends. */
-async function startServer(
-  args: string[],
-  pattern: RegExp,
-): Promise<{ url: string; stderr: () => string }> {
-  const configDir = await tempDir(
-    { 'models.yaml': emulatorConfig(emulator.url) },
-    'localagents-config-',
-  );
-  const env = await isolatedClaudeEnv({
-    LOCALAGENTS_STATE_DIR: await tempDir({}, 'localagents-state-'),
-  });
-  const server = spawn(
-    process.execPath,
-    [MAIN, ...args, '--config', join(configDir, 'models.yaml')],
-    {
-      env,
-      cwd: configDir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  onTestFinished(() => {
-    if (server.exitCode === null) server.kill('SIGKILL');
-  });
-  let stderr = '';
-  server.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const url = await waitFor(() => pattern.exec(stderr)?.[1], { what: 'the listen line' });
-  return { url, stderr: () => stderr };
-}
 
 describe('localagents --transport (the Python original’s flag)', () => {
   it('serves streamable HTTP with --transport streamable-http --port', async () => {
