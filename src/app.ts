@@ -2,6 +2,7 @@ import type { Diagnostics } from './diagnostics.js';
 import { createRunner, type Runner } from './jobs/runner.js';
 import { createJobStore, type JobStore } from './jobs/store.js';
 import { createMcpServer } from './mcp/server.js';
+import { makePrivateRoot } from './private-fs.js';
 import type { ConfigPaths } from './registry/config-types.js';
 import { createRegistry, type Registry } from './registry/registry.js';
 import { createShim, type Shim } from './shim/server.js';
@@ -60,6 +61,10 @@ export function createApp(options: AppOptions): App {
     claudePath: options.claudePath,
     mcpUrls: () => mcpUrls,
   });
+  // Closed at start too: a state directory an earlier version made readable is private before any job writes.
+  makePrivateRoot(options.stateDir).catch((error: unknown) =>
+    options.diagnostics.warn(`cannot make the state directory private: ${String(error)}`),
+  );
   const recovered = runner.recover().catch((error: unknown) => {
     options.diagnostics.warn(`could not check earlier jobs: ${String(error)}`);
     return { interrupted: [], reaped: [] };

@@ -59,7 +59,7 @@ const LEAVES = [
   'version.ts',
   'connect-errors.ts',
   'kinds.ts',
-  'atomic-write.ts',
+  'private-fs.ts',
   'shell-quote.ts',
 ];
 

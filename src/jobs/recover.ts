@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { PRIVATE_FILE_MODE } from '../private-fs.js';
 import { isTerminalStatus, type JobRecord } from './job.js';
 import { isClaudeProcess, isProcessAlive, terminateProcess } from './process.js';
 import { JOB_FILES, type JobStore } from './store.js';
@@ -69,6 +70,7 @@ export async function cancelElsewhere(
   await writeFile(
     join(store.jobDir(record.id), JOB_FILES.cancelRequest),
     `${new Date().toISOString()}\n`,
+    { mode: PRIVATE_FILE_MODE },
   );
   if (record.claude_pid !== null && (await isClaudeProcess(record.claude_pid))) {
     await terminateProcess(record.claude_pid);

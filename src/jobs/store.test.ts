@@ -1,4 +1,4 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { chmod, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/support/temp-dir.js';
@@ -17,7 +17,28 @@ function record(id: string, task = 'do it') {
   });
 }
 
+const modeOf = async (path: string): Promise<number> => (await stat(path)).mode & 0o777;
+
 describe('createJobStore', () => {
+  it('keeps the state tree the user’s alone: directories 0700, files 0600, an open old root closed', async () => {
+    const root = await tempDir();
+    // As an earlier version left it: readable to everyone.
+    await chmod(root, 0o755);
+    const store = createJobStore(root);
+    const id = '20261129-000000-cccc';
+    await store.save(record(id));
+    await store.write(id, JOB_FILES.task, 'the brief\n');
+    const appender = store.open(id, JOB_FILES.transcript);
+    appender.write('line\n');
+    await appender.close();
+    expect(await modeOf(root)).toBe(0o700);
+    expect(await modeOf(join(root, 'jobs'))).toBe(0o700);
+    expect(await modeOf(store.jobDir(id))).toBe(0o700);
+    for (const file of [JOB_FILES.record, JOB_FILES.task, JOB_FILES.transcript]) {
+      expect(await modeOf(join(store.jobDir(id), file)), file).toBe(0o600);
+    }
+  });
+
   it('writes a whole text file of a job, replacing it, with no temp file left', async () => {
     const store = createJobStore(await tempDir());
     const id = '20261129-000000-bbbb';

@@ -1,8 +1,13 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, open, readdir, readFile } from 'node:fs/promises';
+import { open, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../atomic-write.js';
 import { LocalAgentsError } from '../errors.js';
+import {
+  makePrivateRoot,
+  mkdirPrivate,
+  PRIVATE_FILE_MODE,
+  writeFileAtomic,
+} from '../private-fs.js';
 import { isJobId, validateJobId } from './ids.js';
 import { jobRecordSchema, type JobRecord } from './job.js';
 
@@ -48,9 +53,12 @@ function openAppender(path: string): Appender {
   return {
     write(text) {
       if (failure !== undefined) return;
-      stream ??= createWriteStream(path, { flags: 'a' }).on('error', (error) => {
-        failure = error;
-      });
+      stream ??= createWriteStream(path, { flags: 'a', mode: PRIVATE_FILE_MODE }).on(
+        'error',
+        (error) => {
+          failure = error;
+        },
+      );
       stream.write(text);
     },
     close() {
@@ -68,9 +76,18 @@ export function createJobStore(stateDir: string): JobStore {
 
   const jobDir = (id: string): string => join(jobsDir, validateJobId(id));
 
+  // Once per store, before its first write: the state directory private, even one an older version made.
+  let rootReady: Promise<void> | undefined;
+  const privateJobDir = async (id: string): Promise<string> => {
+    rootReady ??= makePrivateRoot(stateDir);
+    await rootReady;
+    const dir = jobDir(id);
+    await mkdirPrivate(dir);
+    return dir;
+  };
+
   const writeRecord = async (record: JobRecord): Promise<void> => {
-    const dir = jobDir(record.id);
-    await mkdir(dir, { recursive: true });
+    const dir = await privateJobDir(record.id);
     await writeFileAtomic(join(dir, JOB_FILES.record), `${JSON.stringify(record, null, 2)}\n`);
   };
 
@@ -140,8 +157,7 @@ export function createJobStore(stateDir: string): JobStore {
       return openAppender(join(jobDir(id), file));
     },
     async write(id, file, text) {
-      const dir = jobDir(id);
-      await mkdir(dir, { recursive: true });
+      const dir = await privateJobDir(id);
       await writeFileAtomic(join(dir, file), text);
     },
     async tail(id, file, lines) {

@@ -1,8 +1,8 @@
-import { mkdir, open, readFile, stat, unlink } from 'node:fs/promises';
+import { open, readFile, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseDocument } from 'yaml';
-import { writeFileAtomic } from '../atomic-write.js';
 import { LocalAgentsError } from '../errors.js';
+import { mkdirPrivate, writeFileAtomic } from '../private-fs.js';
 import { z } from 'zod';
 import { describeIssue, formatConfigIssue, formatPath, type IssueLike } from './config-messages.js';
 import { EndpointSchema, ModelSchema } from './config-schema.js';
@@ -87,7 +87,7 @@ async function writeEntry(
   value: Record<string, unknown>,
 ): Promise<SidecarResult> {
   const file = paths.sidecar;
-  await mkdir(dirname(file), { recursive: true });
+  await mkdirPrivate(dirname(file));
   return withLock(file, async () => {
     const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT') return undefined;

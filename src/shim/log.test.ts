@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/support/temp-dir.js';
@@ -72,5 +72,8 @@ describe('createRequestLog', () => {
       body: unknown;
     };
     expect(full.body).toEqual({ model: 'm', messages: [] });
+    // Whole prompts: the user's alone.
+    for (const file of ['requests.jsonl', 'requests_full.jsonl'])
+      expect((await stat(join(dir, file))).mode & 0o777, file).toBe(0o600);
   });
 });

@@ -1,7 +1,7 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Diagnostics } from '../diagnostics.js';
+import { mkdirPrivate, PRIVATE_FILE_MODE } from '../private-fs.js';
 import type { PrefixVerdict } from './prefix-stability.js';
 
 /**
@@ -135,7 +135,7 @@ export function createRequestLog(
 ): RequestLog {
   let failed = false;
   let closed = false;
-  const ready = mkdir(dir, { recursive: true }).then(
+  const ready = mkdirPrivate(dir).then(
     () => ({
       lines: open(join(dir, 'requests.jsonl')),
       full: options.full ? open(join(dir, 'requests_full.jsonl')) : undefined,
@@ -151,7 +151,7 @@ export function createRequestLog(
   );
 
   function open(path: string): WriteStream {
-    const stream = createWriteStream(path, { flags: 'a' });
+    const stream = createWriteStream(path, { flags: 'a', mode: PRIVATE_FILE_MODE });
     stream.on('error', (error) => {
       if (!failed)
         options.diagnostics.warn('shim: request log write failed', { path, error: String(error) });
