@@ -60,6 +60,7 @@ const LEAVES = [
   'connect-errors.ts',
   'kinds.ts',
   'private-fs.ts',
+  'redact.ts',
   'shell-quote.ts',
 ];
 

@@ -12,6 +12,7 @@ import { probeEndpoint } from '../registry/probe.js';
 import { createRegistry } from '../registry/registry.js';
 import { createShim } from '../shim/server.js';
 import type { RouteConfig } from '../shim/route.js';
+import { redactUrl } from '../redact.js';
 import {
   integerFlag,
   parseCommandArgs,
@@ -101,7 +102,7 @@ async function routeForUrl(
     // The registry's sentence points at models.yaml; a --base-url proxy has no entry there, only the flag.
     throw new LocalAgentsError(
       'ENDPOINT_UNREACHABLE',
-      `localagents proxy: ${baseUrl} wants an API key and none was given`,
+      `localagents proxy: ${redactUrl(baseUrl)} wants an API key and none was given`,
       {
         hint: 'export the key the server was started with in a variable and pass its name: --api-key-env VAR',
       },
@@ -110,7 +111,7 @@ async function routeForUrl(
   if (!probe.up) {
     throw new LocalAgentsError(
       'ENDPOINT_UNREACHABLE',
-      `localagents proxy: ${baseUrl}: ${probe.error ?? probe.status}`,
+      `localagents proxy: ${redactUrl(baseUrl)}: ${probe.error ?? probe.status}`,
       {
         hint: 'start the server, or check --base-url (e.g. http://127.0.0.1:8080, without /v1)',
       },
@@ -120,7 +121,7 @@ async function routeForUrl(
   if (servedId === undefined) {
     throw new LocalAgentsError(
       'ENDPOINT_UNREACHABLE',
-      `localagents proxy: ${baseUrl} serves no model`,
+      `localagents proxy: ${redactUrl(baseUrl)} serves no model`,
     );
   }
   const contextTokens = probe.context[servedId] ?? Object.values(probe.context)[0];
@@ -187,7 +188,7 @@ export const runProxy: CommandRun = async (context) => {
         .join(''),
     );
     context.stderr.write(
-      `localagents proxy: ${route.servedId} on ${route.backendUrl} (${route.backend}${route.contextTokens ? `, ${route.contextTokens}-token window` : ''}); ` +
+      `localagents proxy: ${route.servedId} on ${redactUrl(route.backendUrl)} (${route.backend}${route.contextTokens ? `, ${route.contextTokens}-token window` : ''}); ` +
         `requests logged to ${join(logDir, 'requests.jsonl')}. Export the lines above where you run claude; Ctrl-C stops.\n`,
     );
     await waitForAbort(context.signal);

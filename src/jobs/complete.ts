@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { LocalAgentsError } from '../errors.js';
 import { httpExchange, parseJson } from '../registry/probe-http.js';
+import { redactUrl } from '../redact.js';
 import { routeConfigFor, type ReadyEndpoint } from './ready-endpoint.js';
 import type { JobShim } from './run-job.js';
 
@@ -48,7 +49,7 @@ export async function completeOnce(
 ): Promise<Completion> {
   const started = Date.now();
   const route = shim.addRoute(routeConfigFor(ready, { logDir }));
-  const where = `${ready.endpoint.name} (${ready.endpoint.base_url})`;
+  const where = `${ready.endpoint.name} (${redactUrl(ready.endpoint.base_url)})`;
   try {
     const answer = await httpExchange({
       method: 'POST',

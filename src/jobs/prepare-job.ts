@@ -2,6 +2,7 @@ import { stat } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
 import type { Defaults } from '../registry/config-types.js';
+import { redactUrl } from '../redact.js';
 import type { ReadyEndpoint } from './ready-endpoint.js';
 import { isTerminalStatus, type JobRecord, type JobRequest } from './job.js';
 import { newJobRecord } from './record.js';
@@ -88,7 +89,7 @@ export function newRecordFor(input: NewRecordInput): JobRecord {
     ...record,
     served_model: ready.servedId,
     endpoint: ready.endpoint.name,
-    base_url: ready.endpoint.base_url,
+    base_url: redactUrl(ready.endpoint.base_url),
     context_tokens: ready.contextTokens ?? null,
     context_source: ready.contextSource,
     warnings,

@@ -53,6 +53,8 @@ export interface JobSettings {
   keepaliveS: number;
   /** The user's MCP servers in the delegate: all but localagents itself, or none. */
   delegateMcp: DelegateMcp;
+  /** Variables that hold backend credentials: never in the delegate's environment. */
+  secretVariables: string[];
 }
 
 /** What executeJob needs of the process around it. */
@@ -226,6 +228,7 @@ async function start(run: JobRun): Promise<AsyncGenerator<unknown, void, undefin
     timeoutS: settings.timeoutS,
     endpointEnv: ready.endpoint.env,
     modelEnv: ready.modelSettings?.env,
+    secretVariables: settings.secretVariables,
   });
   // Loaded on the first job, not at start: the Agent SDK is a tenth of a second `serve` must not spend
   // before it answers the MCP handshake.

@@ -16,7 +16,7 @@ import { waitForRecordElsewhere } from './watch-record.js';
 import { moveRepoPaths, worktreeNotice } from './worktree-brief.js';
 
 /** What the runner needs of the registry: resolution of a model name and the defaults (registry.ts). */
-export type JobRegistry = Pick<Registry, 'resolve' | 'defaults'>;
+export type JobRegistry = Pick<Registry, 'resolve' | 'defaults' | 'keyVariables'>;
 
 export type StartOutcome =
   | { kind: 'started'; record: JobRecord }
@@ -133,6 +133,11 @@ export function createRunner(deps: RunnerDeps): Runner {
       dumpRequests: defaults.dump_requests,
       keepaliveS: defaults.keepalive_s,
       delegateMcp: defaults.delegate_mcp,
+      // The shim holds the backend's key; the delegate (and whatever its model runs) never sees one.
+      secretVariables: [
+        ...(await deps.registry.keyVariables()),
+        ...(ready.apiKeyEnv === undefined ? [] : [ready.apiKeyEnv]),
+      ],
     })
       .catch((error: unknown) =>
         deps.diagnostics.error(`job ${id} crashed`, { error: String(error) }),

@@ -205,6 +205,23 @@ describe('buildSessionEnv with a menu entry env', () => {
   });
 });
 
+describe('buildSessionEnv with backend key variables', () => {
+  it('leaves every key variable out, even one an env map sets', () => {
+    const env = buildSessionEnv({
+      baseEnv: { ...base, LLAMA_KEY: 'sk-1', VLLM_KEY: 'sk-2' },
+      servedId: 'q',
+      baseUrl: 'http://127.0.0.1:4000/j/tok',
+      contextTokens: 32768,
+      timeoutS: 60,
+      endpointEnv: { VLLM_KEY: 'sk-3' },
+      secretVariables: ['LLAMA_KEY', 'VLLM_KEY'],
+    });
+    expect(env).not.toHaveProperty('LLAMA_KEY');
+    expect(env).not.toHaveProperty('VLLM_KEY');
+    expect(env.ANTHROPIC_API_KEY).toBe('localagents-shim');
+  });
+});
+
 describe('pinnedSettingsEnv', () => {
   it('keeps the routing, window and privacy variables a job sets, and nothing of the rest', () => {
     const pinned = pinnedSettingsEnv(jobEnv({ LLAMA_EXTRA: 'x', CLAUDE_CODE_EFFORT_LEVEL: 'low' }));

@@ -24,6 +24,11 @@ export interface SessionEnvInput {
   endpointEnv?: Record<string, string> | undefined;
   /** The menu entry's env: after the endpoint's, so the user's per-model choice wins. */
   modelEnv?: Record<string, string> | undefined;
+  /**
+   * Variables that hold backend credentials (models.yaml's `api_key_env` names): left out of the result, even
+   * when an env map sets one. The shim sends the key; a model that runs `env` must not find it.
+   */
+  secretVariables?: readonly string[] | undefined;
 }
 
 /** Every model variable Claude Code reads (main, aliases, small/fast, subagent) — all point at the served id. */
@@ -106,7 +111,14 @@ export function buildSessionEnv(input: SessionEnvInput): Record<string, string> 
     contextTokens: input.contextTokens,
     job: { timeoutS: input.timeoutS },
   });
-  return { ...env, ...Object.fromEntries(settings), ...input.endpointEnv, ...input.modelEnv };
+  const merged: Record<string, string> = {
+    ...env,
+    ...Object.fromEntries(settings),
+    ...input.endpointEnv,
+    ...input.modelEnv,
+  };
+  for (const name of input.secretVariables ?? []) delete merged[name];
+  return merged;
 }
 
 /**

@@ -45,6 +45,9 @@ function locate(
   return offset === undefined ? undefined : counter.linePos(offset).line;
 }
 
+/** Keys a user may write a secret under; models.yaml only ever names the variable that holds it. */
+const SECRET_KEYS = new Set(['api_key', 'apikey', 'api-key', 'key', 'token', 'password', 'secret']);
+
 function unknownKeyWarnings(
   file: string,
   value: unknown,
@@ -56,6 +59,17 @@ function unknownKeyWarnings(
     for (const key of Object.keys(object)) {
       if (known.includes(key)) continue;
       const path = [...at, key];
+      if (at[0] === 'endpoints' && SECRET_KEYS.has(key.toLowerCase())) {
+        warnings.push({
+          file,
+          line: lineOf(path),
+          path: formatPath(path),
+          message:
+            'a key written into models.yaml is ignored (and should not be in the file at all)',
+          fix: 'export it in an environment variable and name that variable here: api_key_env: LLAMA_API_KEY',
+        });
+        continue;
+      }
       const suggestion = suggestKey(key, known);
       warnings.push({
         file,

@@ -1,5 +1,6 @@
 import { dirname } from 'node:path';
 import { backendKindOf } from '../kinds.js';
+import { redactUrl } from '../redact.js';
 import { builtinDefaults } from './config-defaults.js';
 import { formatPath } from './config-messages.js';
 import type { ParsedLayer } from './config-parse.js';
@@ -51,7 +52,7 @@ function normaliseEndpoint(
       issueAt(
         from,
         ['endpoints', name, 'base_url'],
-        `the /v1 suffix is ignored; using ${baseUrl}`,
+        `the /v1 suffix is ignored; using ${redactUrl(baseUrl)}`,
         'write the server root, e.g. http://127.0.0.1:8080',
       ),
     );

@@ -194,6 +194,17 @@ describe('parseLayer', () => {
     `);
   });
 
+  it('says to use api_key_env for a key written into the file, without repeating it', () => {
+    const text = render(`${ENDPOINT}    api_key: sk-do-not-echo\n`);
+    expect(text).toContain(
+      'endpoints.gpu.api_key: a key written into models.yaml is ignored (and should not be in the file at all)',
+    );
+    expect(text).toContain(
+      'fix: export it in an environment variable and name that variable here: api_key_env: LLAMA_API_KEY',
+    );
+    expect(text).not.toContain('sk-do-not-echo');
+  });
+
   it('accepts a menu entry written as null or as its notes', () => {
     const parsed = parseLayer(`${ENDPOINT}models:\n  a:\n  b: fast coder\n`, 'models.yaml');
     expect(parsed.errors).toEqual([]);

@@ -1,4 +1,5 @@
 import type { BackendKind } from '../kinds.js';
+import { redactUrl } from '../redact.js';
 import type { EndpointConfig, RegistryConfig } from './config-types.js';
 import { probeGet, type HttpAnswer } from './probe-http.js';
 import {
@@ -95,7 +96,8 @@ export async function probeEndpoint(
   const modelsAnswer = answers.get('/v1/models');
   const result: EndpointProbe = {
     name: endpoint.name,
-    base_url: endpoint.base_url,
+    // Shown in list_models and models --json: never a password from the URL.
+    base_url: redactUrl(endpoint.base_url),
     backend: endpoint.backend,
     up: false,
     status: 'error',

@@ -55,6 +55,8 @@ export interface Registry {
   resolve(request: ResolveRequest, signal?: AbortSignal): Promise<Resolution>;
   /** The merged defaults; the built-in ones while models.yaml is invalid. */
   defaults(): Promise<Defaults>;
+  /** Every variable models.yaml names as a backend key (`api_key_env`): kept out of delegates' environments. */
+  keyVariables(): Promise<string[]>;
   config(): Promise<ConfigResult>;
   /** Input is validated with zod (RegisterEndpointInput); writes models.local.yaml only. */
   registerEndpoint(input: unknown): Promise<SidecarResult>;
@@ -130,9 +132,13 @@ export function createRegistry(options: RegistryOptions): Registry {
       answeredBefore: (endpoint: EndpointConfig) => answered.has(endpoint.base_url),
     });
     for (const item of probes) {
+      // Keyed by the configured URL: the probe's own base_url is redacted for display.
+      const baseUrl =
+        result.config.endpoints.find((endpoint) => endpoint.name === item.name)?.base_url ??
+        item.base_url;
       if (item.up || item.status === 'loading' || item.status === 'unauthorized')
-        answered.add(item.base_url);
-      if (unifiedKv.has(item.base_url) && item.backend === 'llama.cpp') item.kvUnified = true;
+        answered.add(baseUrl);
+      if (unifiedKv.has(baseUrl) && item.backend === 'llama.cpp') item.kvUnified = true;
       options.diagnostics?.debug(`probe ${item.name}: ${item.status}`, { ms: item.latency_ms });
     }
     return probes;
@@ -152,6 +158,17 @@ export function createRegistry(options: RegistryOptions): Registry {
     async resolve(request, signal) {
       const result = await config();
       return resolveModel(result, await probe(result, signal), request);
+    },
+    async keyVariables() {
+      const result = await config();
+      if (!result.ok) return [];
+      return [
+        ...new Set(
+          result.config.endpoints.flatMap((endpoint) =>
+            endpoint.api_key_env === undefined ? [] : [endpoint.api_key_env],
+          ),
+        ),
+      ];
     },
     async defaults() {
       const result = await config();

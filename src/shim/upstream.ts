@@ -8,6 +8,8 @@ export interface Upstream {
   /** Path prefix of the base URL, without a trailing slash or `/v1` (Claude Code's paths carry `/v1`). */
   prefix: string;
   apiKey: string | undefined;
+  /** `Basic …` from a base URL's userinfo (`http://user:pass@host`), sent when there is no API key. */
+  basicAuth: string | undefined;
   agents: Agents;
 }
 
@@ -36,7 +38,12 @@ export function createUpstream(
 ): Upstream {
   const url = new URL(backendUrl);
   const prefix = url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
-  return { url, prefix, apiKey, agents };
+  // The probes send it (Node's http takes userinfo from a URL), so jobs must too.
+  const basicAuth =
+    url.username === '' && url.password === ''
+      ? undefined
+      : `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
+  return { url, prefix, apiKey, basicAuth, agents };
 }
 
 /** RFC 9110 §7.6.1 hop-by-hop headers, plus what the shim itself sets or must not pass on. */
@@ -71,6 +78,7 @@ export function forwardHeaders(
   if (bodyLength !== undefined) out['content-length'] = String(bodyLength);
   // vLLM accepts only `Authorization: Bearer`; llama.cpp accepts it too (backends.md §3 item 17).
   if (upstream.apiKey) out.authorization = `Bearer ${upstream.apiKey}`;
+  else if (upstream.basicAuth) out.authorization = upstream.basicAuth;
   return out;
 }
 

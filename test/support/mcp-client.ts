@@ -26,11 +26,17 @@ export interface TestApp {
 /** A real app (temp state dir, isolated HOME for `claude`) and a real MCP Client over an in-memory pair. */
 export async function startTestApp(
   config: string,
-  options: { stateDir?: string; cwd?: string; claudePath?: string } = {},
+  options: {
+    stateDir?: string;
+    cwd?: string;
+    claudePath?: string;
+    /** More of the server's environment (a backend key's variable). */
+    env?: Record<string, string>;
+  } = {},
 ): Promise<TestApp> {
   const configDir = await tempDir({ 'models.yaml': config }, 'localagents-config-');
   const stateDir = options.stateDir ?? (await tempDir({}, 'localagents-state-'));
-  const env = await isolatedClaudeEnv();
+  const env = await isolatedClaudeEnv(options.env);
   const configFile = join(configDir, 'models.yaml');
   const app = createApp({
     stateDir,
