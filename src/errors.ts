@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'GIT_FAILED'
   /** No job record with that id exists in the state directory. */
   | 'JOB_NOT_FOUND'
+  /** A job's job.json exists but is not a readable record (truncated, edited, another version's). */
+  | 'RECORD_DAMAGED'
   /** The job exists but cannot do what was asked in its current state. */
   | 'JOB_STATE'
   /** An HTTP server could not be started (port in use, bad host). */

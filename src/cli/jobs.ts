@@ -31,10 +31,16 @@ export const runJobs: CommandRun = async (context) => {
   const app = await openApp(context, values);
   try {
     await app.recovered;
-    const records = (await app.runner.list(true)).reverse();
+    const listing = await app.runner.list(true);
+    const records = listing.records.reverse();
     const shown = values.all ? records : records.slice(0, 30);
     if (values.json) context.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
     else context.stdout.write(`${renderJobTable(shown)}\n`);
+    // On stderr, so the table (or the JSON) stays what it was; every damaged record is named with its fix.
+    for (const damaged of listing.damaged)
+      context.stderr.write(
+        `damaged: job ${damaged.id}: ${damaged.problem}\n  fix: ${damaged.fix}\n`,
+      );
     return 0;
   } finally {
     await app.close();

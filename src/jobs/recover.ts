@@ -27,7 +27,7 @@ export async function recoverJobs(
   isActive: (id: string) => boolean,
 ): Promise<Recovery> {
   const recovery: Recovery = { interrupted: [], reaped: [] };
-  for (const record of await store.list()) {
+  for (const record of (await store.list()).records) {
     if (isTerminalStatus(record.status) || isActive(record.id) || !isOrphaned(record)) continue;
     const pid = record.claude_pid;
     if (pid !== null && (await isClaudeProcess(pid))) {

@@ -11,7 +11,7 @@ import { readyEndpoint } from './ready-endpoint.js';
 import { cancelElsewhere, recoverJobs, type Recovery } from './recover.js';
 import { executeJob, type ExecuteDeps } from './run-job.js';
 import { buildSystemPromptAppend, delegateToolLists } from './session-env.js';
-import { JOB_FILES } from './store.js';
+import { JOB_FILES, type JobListing } from './store.js';
 import { waitForRecordElsewhere } from './watch-record.js';
 import { moveRepoPaths, worktreeNotice } from './worktree-brief.js';
 
@@ -37,7 +37,8 @@ export interface Runner {
   /** The record once the job ends, or as it is after timeoutMs. onProgress sees every update meanwhile. */
   wait(id: string, timeoutMs: number, onProgress?: (record: JobRecord) => void): Promise<JobRecord>;
   cancel(id: string): Promise<JobRecord>;
-  list(includeFinished: boolean): Promise<JobRecord[]>;
+  /** Oldest first; damaged records listed apart (store.ts). */
+  list(includeFinished: boolean): Promise<JobListing>;
   /** Marks jobs of dead servers `interrupted` and stops their orphaned `claude` children. */
   recover(): Promise<Recovery>;
   /** Aborts every running job and waits until each has written its record. */
@@ -197,11 +198,15 @@ export function createRunner(deps: RunnerDeps): Runner {
     return cancelElsewhere(deps.store, await deps.store.read(id), recover);
   };
 
-  const list = async (includeFinished: boolean): Promise<JobRecord[]> => {
-    const records = (await deps.store.list()).map(
-      (record) => active.get(record.id)?.record ?? record,
-    );
-    return includeFinished ? records : records.filter((record) => !isTerminalStatus(record.status));
+  const list = async (includeFinished: boolean): Promise<JobListing> => {
+    const listing = await deps.store.list();
+    const records = listing.records.map((record) => active.get(record.id)?.record ?? record);
+    return {
+      records: includeFinished
+        ? records
+        : records.filter((record) => !isTerminalStatus(record.status)),
+      damaged: listing.damaged,
+    };
   };
 
   const recover = (): Promise<Recovery> => recoverJobs(deps.store, (id) => active.has(id));

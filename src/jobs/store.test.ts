@@ -1,4 +1,4 @@
-import { chmod, readdir, readFile, stat } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/support/temp-dir.js';
@@ -73,7 +73,7 @@ describe('createJobStore', () => {
     const store = createJobStore(state);
     await store.save(record('20261129-000002-aaaa'));
     await store.save(record('20261129-000001-aaaa'));
-    expect((await store.list()).map((job) => job.id)).toEqual([
+    expect((await store.list()).records.map((job) => job.id)).toEqual([
       '20261129-000001-aaaa',
       '20261129-000002-aaaa',
     ]);
@@ -85,8 +85,46 @@ describe('createJobStore', () => {
     const later = { ...record('20261129-000001-aaaa'), created_at: '2026-11-29T00:00:01.900Z' };
     await store.save(later);
     await store.save(earlier);
-    expect((await store.list()).map((job) => job.id)).toEqual([earlier.id, later.id]);
+    expect((await store.list()).records.map((job) => job.id)).toEqual([earlier.id, later.id]);
   });
+
+  it.each([
+    ['empty', '', /it is empty/],
+    ['truncated', '{"version": 1, "id": "2026', /it is not JSON/],
+    ['of another shape', '{"version": 7}', /it is not a job record \(version: /],
+  ])(
+    'reports a %s job.json as damaged, by job and file with a fix, and lists the others',
+    async (_what, text, problem) => {
+      const root = await tempDir();
+      const store = createJobStore(root);
+      const good = '20261129-000000-aaaa';
+      const bad = '20261129-000001-bbbb';
+      await store.save(record(good));
+      await mkdir(store.jobDir(bad), { recursive: true });
+      await writeFile(join(store.jobDir(bad), JOB_FILES.record), text);
+      // A folder still being created (no job.json yet) is neither a job nor damaged.
+      await mkdir(store.jobDir('20261129-000002-cccc'), { recursive: true });
+
+      const listing = await store.list();
+      expect(listing.records.map((job) => job.id)).toEqual([good]);
+      expect(listing.damaged).toEqual([
+        {
+          id: bad,
+          file: join(store.jobDir(bad), JOB_FILES.record),
+          problem: expect.stringMatching(problem) as unknown,
+          fix: expect.stringContaining(
+            `mv ${store.jobDir(bad)} ${store.jobDir(bad)}.damaged`,
+          ) as unknown,
+        },
+      ]);
+      await expect(store.read(bad)).rejects.toMatchObject({
+        code: 'RECORD_DAMAGED',
+        message: expect.stringMatching(
+          new RegExp(`^job ${bad}: .*job\\.json is damaged`),
+        ) as unknown,
+      });
+    },
+  );
 
   it('answers JOB_NOT_FOUND for an unknown id and rejects path traversal', async () => {
     const store = createJobStore(await tempDir());

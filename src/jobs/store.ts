@@ -1,7 +1,8 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { open, readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
+import { shellQuote } from '../shell-quote.js';
 import {
   makePrivateRoot,
   mkdirPrivate,
@@ -32,14 +33,30 @@ export interface Appender {
   close(): Promise<void>;
 }
 
+/** A job folder whose job.json cannot be read as a record: listed as such, never hiding the others. */
+export interface DamagedRecord {
+  id: string;
+  file: string;
+  problem: string;
+  fix: string;
+}
+
+export interface JobListing {
+  /** Oldest first. */
+  records: JobRecord[];
+  damaged: DamagedRecord[];
+}
+
 export interface JobStore {
   readonly jobsDir: string;
   jobDir(id: string): string;
   /** Writes job.json through a temp file and rename, so a reader never sees half a record. */
   save(record: JobRecord): Promise<void>;
+  /** JOB_NOT_FOUND without a job.json; RECORD_DAMAGED when it is not a record. */
   read(id: string): Promise<JobRecord>;
   /** Every readable record, oldest first (ids sort to the second, created_at within it). */
-  list(): Promise<JobRecord[]>;
+  /** Every record, and every job folder whose record is damaged (a folder still being created is neither). */
+  list(): Promise<JobListing>;
   open(id: string, file: string): Appender;
   /** Writes a whole text file of the job (temp file + rename). */
   write(id: string, file: string, text: string): Promise<void>;
@@ -66,6 +83,42 @@ function openAppender(path: string): Appender {
       if (!current || current.closed) return Promise.resolve();
       return new Promise((resolve) => current.end(() => resolve()));
     },
+  };
+}
+
+/** job.json's text as a record, or why it is not one (empty, not JSON, not a record of this version). */
+function recordProblem(
+  text: string,
+): { kind: 'record'; record: JobRecord } | { kind: 'damaged'; why: string } {
+  if (text.trim() === '') return { kind: 'damaged', why: 'it is empty' };
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    return {
+      kind: 'damaged',
+      why: `it is not JSON (${error instanceof Error ? error.message : String(error)})`,
+    };
+  }
+  const parsed = jobRecordSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'the record';
+    return {
+      kind: 'damaged',
+      why: `it is not a job record (${where}: ${issue?.message ?? 'invalid'})`,
+    };
+  }
+  return { kind: 'record', record: parsed.data };
+}
+
+function damagedRecord(id: string, path: string, why: string): DamagedRecord {
+  const dir = dirname(path);
+  return {
+    id,
+    file: path,
+    problem: `${path} is damaged: ${why}`,
+    fix: `the job's other files (transcript.txt, events.jsonl, requests.jsonl) are still there; move the folder away to stop seeing it: mv ${shellQuote(dir)} ${shellQuote(`${dir}.damaged`)}`,
   };
 }
 
@@ -102,17 +155,14 @@ export function createJobStore(stateDir: string): JobStore {
         cause: error,
       });
     }
-    const parsed = jobRecordSchema.safeParse(JSON.parse(text));
-    if (!parsed.success) {
-      throw new LocalAgentsError(
-        'IO_FAILED',
-        `${path} is not a job record: ${parsed.error.message}`,
-        {
-          hint: 'the file was edited or written by another version; move the job folder away',
-        },
-      );
+    const problem = recordProblem(text);
+    if (problem.kind === 'damaged') {
+      const damaged = damagedRecord(id, path, problem.why);
+      throw new LocalAgentsError('RECORD_DAMAGED', `job ${id}: ${damaged.problem}`, {
+        hint: damaged.fix,
+      });
     }
-    return parsed.data;
+    return problem.record;
   };
 
   return {
@@ -134,24 +184,28 @@ export function createJobStore(stateDir: string): JobStore {
       try {
         names = await readdir(jobsDir);
       } catch {
-        return [];
+        return { records: [], damaged: [] };
       }
       const records: JobRecord[] = [];
+      const damaged: DamagedRecord[] = [];
       for (const name of names.filter(isJobId).sort()) {
-        try {
-          records.push(await read(name));
-        } catch {
-          // A folder without a readable job.json (being created, or damaged) is not a job to list.
-        }
+        const path = join(jobsDir, name, JOB_FILES.record);
+        // A folder without job.json is a job being created (or not a job): nothing to list.
+        const text = await readFile(path, 'utf8').catch(() => undefined);
+        if (text === undefined) continue;
+        const problem = recordProblem(text);
+        if (problem.kind === 'record') records.push(problem.record);
+        else damaged.push(damagedRecord(name, path, problem.why));
       }
       // Ids sort by their second (YYYYMMDD-HHMMSS); within one second, by when the jobs were created.
       const second = (record: JobRecord): string => record.id.slice(0, 15);
-      return records.sort(
+      records.sort(
         (a, b) =>
           second(a).localeCompare(second(b)) ||
           a.created_at.localeCompare(b.created_at) ||
           a.id.localeCompare(b.id),
       );
+      return { records, damaged };
     },
     open(id, file) {
       return openAppender(join(jobDir(id), file));

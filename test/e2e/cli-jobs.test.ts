@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
 import { resetEmulatorAfterEach } from '../support/emulator-reset.js';
 import type { JobRecord } from '../../src/jobs/job.js';
+import { newJobRecord } from '../../src/jobs/record.js';
 import { createJobStore } from '../../src/jobs/store.js';
 import { isolatedClaudeEnv } from '../support/claude-env.js';
 import { gitRepo } from '../support/git-repo.js';
@@ -160,6 +161,37 @@ describe('localagents run / jobs / show / log / diff', () => {
       expect(zero.code).toBe(2);
       expect(zero.stderr).toContain(`${flag} must be a whole number of at least 1 (got "0")`);
     }
+  });
+
+  it('names a damaged job.json with its fix in show and jobs, and still lists the other jobs', async () => {
+    const { env, cwd, stateDir } = await setup();
+    const store = createJobStore(stateDir);
+    const good = '20261129-000000-aaaa';
+    const bad = '20261129-000001-bbbb';
+    await store.save({
+      ...newJobRecord({
+        id: good,
+        task: 'an intact job',
+        cwd,
+        isolation: 'none',
+        permissionMode: 'acceptEdits',
+        maxTurns: 5,
+        timeoutS: 60,
+      }),
+      status: 'succeeded',
+    });
+    await store.write(bad, 'job.json', '{"version": 1, "id": "20261129-0000');
+
+    const show = await cli(['show', bad], { env, cwd });
+    expect(show.code).toBe(1);
+    expect(show.stderr).toMatch(new RegExp(`^job ${bad}: .*job\\.json is damaged: it is not JSON`));
+    expect(show.stderr).toContain(`fix: the job's other files`);
+    expect(show.stderr).not.toContain('this is a bug');
+
+    const jobs = await cli(['jobs', '--all'], { env, cwd });
+    expect(jobs.code).toBe(0);
+    expect(jobs.stdout).toContain(good);
+    expect(jobs.stderr).toContain(`damaged: job ${bad}:`);
   });
 
   it('detaches a job, follows its log to the end, and cancels a detached job from another process', async () => {

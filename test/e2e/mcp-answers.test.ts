@@ -40,7 +40,7 @@ describe('MCP answers', () => {
     );
     expect(String(answer.next)).toContain('(notes: vllm needs --enable-auto-tool-choice)');
     expect(String(answer.next)).toContain('ssh gpu-server ./start-deepseek.sh');
-    expect(await app.store.list()).toEqual([]);
+    expect((await app.store.list()).records).toEqual([]);
   });
 
   it('lists the server instructions that explain the workflow', async () => {
@@ -191,7 +191,7 @@ describe('MCP answers', () => {
     });
     expect(result.isError).toBe(true);
     expect(errorText(result)).toMatch(/isolation "worktree" needs a git repository[\s\S]*fix: /);
-    expect(await app.store.list()).toEqual([]);
+    expect((await app.store.list()).records).toEqual([]);
   });
 
   it('registers a model and an endpoint that later answers and list_models use', async () => {
@@ -341,6 +341,34 @@ describe('MCP answers', () => {
       expect.objectContaining({ id: job.id, status: 'succeeded', files_touched: 1 }),
     ]);
     expect((await callTool(client, 'list_jobs', { include_finished: false })).jobs).toEqual([]);
+  });
+
+  it('answers a damaged job record as damaged, naming the job, the file and the fix, and lists the others', async () => {
+    const { client, app } = await startTestApp(emulatorConfig(emulator.url));
+    const job = await callTool(client, 'run_agent', {
+      task: 'Write hello.txt.',
+      cwd: await tempDir(),
+      wait_s: 100,
+    });
+    const bad = '20261129-000001-bbbb';
+    await app.store.write(bad, 'job.json', '');
+    const status = await callToolRaw(client, 'job_status', { job_id: bad });
+    expect(status.isError).toBe(true);
+    expect(status.structuredContent).toMatchObject({
+      error: {
+        code: 'RECORD_DAMAGED',
+        message: expect.stringContaining(`job ${bad}: `) as unknown,
+        fix: expect.stringContaining('.damaged') as unknown,
+      },
+    });
+    const listed = await callTool(client, 'list_jobs');
+    expect(listed.jobs).toEqual([expect.objectContaining({ id: job.id })]);
+    expect(listed.damaged).toEqual([
+      expect.objectContaining({
+        id: bad,
+        problem: expect.stringContaining('it is empty') as unknown,
+      }),
+    ]);
   });
 
   it('flags a job that ends with no edits and no real report as a possible no-op', async () => {

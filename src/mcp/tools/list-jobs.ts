@@ -27,7 +27,8 @@ export function registerListJobsTool(server: McpServer, deps: McpDeps): Register
     },
     (args) =>
       answer(async () => {
-        const records = (await deps.runner.list(args.include_finished ?? true)).reverse();
+        const listing = await deps.runner.list(args.include_finished ?? true);
+        const records = listing.records.reverse();
         const jobs = records.slice(0, args.limit ?? 50).map((record) => ({
           id: record.id,
           status: record.status,
@@ -38,7 +39,12 @@ export function registerListJobsTool(server: McpServer, deps: McpDeps): Register
           files_touched: record.files_touched.length,
           possible_no_op: record.possible_no_op,
         }));
-        return jsonResult({ jobs, total: records.length });
+        return jsonResult({
+          jobs,
+          total: records.length,
+          // Listed, never hiding the others: which job, which file, what to do.
+          ...(listing.damaged.length > 0 ? { damaged: listing.damaged } : {}),
+        });
       }),
   );
 }
