@@ -14,6 +14,8 @@ export type ErrorCode =
   | 'JOB_NOT_FOUND'
   /** A job's job.json exists but is not a readable record (truncated, edited, another version's). */
   | 'RECORD_DAMAGED'
+  /** A job's job.json could not be written (disk full, read-only, permissions). */
+  | 'RECORD_WRITE_FAILED'
   /** The job exists but cannot do what was asked in its current state. */
   | 'JOB_STATE'
   /** An HTTP server could not be started (port in use, bad host). */

@@ -1,6 +1,6 @@
 import type { JobRecord } from './job.js';
 
-export type TerminationReason = 'timeout' | 'cancelled' | 'shutdown';
+export type TerminationReason = 'timeout' | 'cancelled' | 'shutdown' | 'record_write_failed';
 
 /** One job while it runs in this process. */
 export interface ActiveJob {

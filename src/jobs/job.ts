@@ -109,6 +109,8 @@ export const jobErrorSchema = z.object({
     'interrupted',
     'session_failed',
     'setup_failed',
+    /** job.json could not be written: the job was stopped, its outcome is said in the answer. */
+    'record_write_failed',
   ]),
   message: z.string(),
 });

@@ -47,6 +47,11 @@ const TERMINATION: Record<TerminationReason, { status: JobStatus; error: JobErro
     status: 'interrupted',
     error: { kind: 'interrupted', message: 'the server shut down while the job ran' },
   },
+  // run-job.ts replaces the message with the path and the errno of the write that failed.
+  record_write_failed: {
+    status: 'failed',
+    error: { kind: 'record_write_failed', message: 'job.json could not be written' },
+  },
 };
 
 /** How a job ended: a stop we asked for (first reason wins) outranks whatever the session reported. */

@@ -13,7 +13,7 @@ import {
   type MetricsSnapshot,
 } from './backend-figures.js';
 import { watchCancelRequest } from './cancel-request.js';
-import type { JobRecord } from './job.js';
+import type { JobError, JobRecord } from './job.js';
 import {
   configuredMcpServers,
   delegateMcpPolicy,
@@ -108,17 +108,24 @@ interface JobRun {
   claudeExited: boolean;
   /** What ended the session, if it did not end by itself. */
   thrown: unknown;
+  /** The first write of job.json that failed: the job stops, and its answer says so. */
+  writeFailure: unknown;
+  /** Whether the last record written is the final one (else the runner keeps it and writes it later). */
+  saved: boolean;
   update(patch: Partial<JobRecord>, persist: 'now' | 'soon'): Promise<void>;
   writeLines(lines: string[]): void;
 }
 
-/** Runs one job to its end. Never throws: whatever happens ends up in the record, and teardown always runs. */
+/**
+ * Runs one job to its end. Never throws: whatever happens ends up in the record, and teardown always runs.
+ * Resolves with whether the final record reached the disk.
+ */
 export async function executeJob(
   deps: ExecuteDeps,
   job: ActiveJob,
   ready: ReadyEndpoint,
   settings: JobSettings,
-): Promise<void> {
+): Promise<boolean> {
   const run = openRun(deps, job, ready, settings);
   const id = job.record.id;
   const timeout = setTimeout(() => {
@@ -138,6 +145,7 @@ export async function executeJob(
     cancelRequest.close();
   }
   await finish(run);
+  return run.saved;
 }
 
 function openRun(
@@ -150,7 +158,7 @@ function openRun(
   const id = job.record.id;
   const transcriptFile = store.open(id, JOB_FILES.transcript);
   let saveTimer: NodeJS.Timeout | undefined;
-  return {
+  const run: JobRun = {
     deps,
     job,
     ready,
@@ -167,26 +175,35 @@ function openRun(
         : Promise.resolve(undefined),
     claudeExited: false,
     thrown: undefined,
+    writeFailure: undefined,
+    saved: false,
     update(patch, persist) {
       job.record = { ...job.record, ...patch };
       for (const listener of job.listeners) listener(job.record);
+      // A record that cannot be written stops the job: running on would report work nobody can find.
+      const failed = (error: unknown): void => {
+        deps.diagnostics.warn(`job ${id}: ${describeError(error)}`);
+        if (run.writeFailure !== undefined) return;
+        run.writeFailure = error;
+        job.termination ??= 'record_write_failed';
+        job.controller.abort();
+      };
       if (persist === 'soon') {
         saveTimer ??= setTimeout(() => {
           saveTimer = undefined;
-          store
-            .save(job.record)
-            .catch((error: unknown) => deps.diagnostics.warn(`job ${id}: ${describeError(error)}`));
+          store.save(job.record).catch(failed);
         }, SAVE_DELAY_MS);
         return Promise.resolve();
       }
       clearTimeout(saveTimer);
       saveTimer = undefined;
-      return store.save(job.record);
+      return store.save(job.record).catch(failed);
     },
     writeLines(lines) {
       for (const line of lines) transcriptFile.write(`${line}\n`);
     },
   };
+  return run;
 }
 
 /** The shim route, the first /metrics, the running status, and the session itself. */
@@ -296,13 +313,55 @@ const TEARDOWN: readonly { what: string; step: (run: JobRun) => Promise<void> | 
   { what: 'checking the tree for changes', step: recordTreeChange },
   { what: 'flagging a possible no-op', step: flagNoOp },
   { what: 'writing the done line', step: writeDoneLine },
-  {
-    what: 'closing the job logs',
-    step: async (run) =>
-      void (await Promise.all([run.transcriptFile.close(), run.eventsFile.close()])),
-  },
-  { what: 'writing job.json', step: (run) => run.update({}, 'now') },
+  { what: 'closing the job logs', step: closeLogs },
+  { what: 'writing job.json', step: saveFinalRecord },
 ];
+
+/** The transcript and events files: closed, and any that could not be written said in the record. */
+async function closeLogs(run: JobRun): Promise<void> {
+  const { job } = run;
+  await Promise.all([run.transcriptFile.close(), run.eventsFile.close()]);
+  const lost = [
+    [JOB_FILES.transcript, run.transcriptFile.failure()],
+    [JOB_FILES.events, run.eventsFile.failure()],
+  ] as const;
+  for (const [file, failure] of lost) {
+    if (failure === undefined) continue;
+    const code = (failure as NodeJS.ErrnoException).code ?? describeError(failure);
+    job.record = {
+      ...job.record,
+      warnings: [
+        ...job.record.warnings,
+        `${file} could not be written (${code}): it is incomplete`,
+      ],
+    };
+  }
+}
+
+/**
+ * The final record. When it cannot be written, what the caller is told must not claim more than the disk
+ * holds: the job is answered failed with record_write_failed (the path and errno), and the runner keeps the
+ * record to write it once it can (run.saved stays false).
+ */
+async function saveFinalRecord(run: JobRun): Promise<void> {
+  const { job, deps } = run;
+  try {
+    await deps.store.save(job.record);
+    run.saved = true;
+  } catch (error) {
+    run.writeFailure ??= error;
+    job.record = {
+      ...job.record,
+      status: 'failed',
+      error: writeFailedError(error),
+    };
+  }
+  for (const listener of job.listeners) listener(job.record);
+}
+
+function writeFailedError(error: unknown): JobError {
+  return { kind: 'record_write_failed', message: describeError(error) };
+}
 
 async function finish(run: JobRun): Promise<void> {
   const { job } = run;
@@ -345,7 +404,11 @@ async function stopClaude(run: JobRun): Promise<void> {
 function recordOutcome(run: JobRun): void {
   const { job, transcript, thrown } = run;
   const stats = transcript.stats();
-  const outcome = decideOutcome(job.termination, stats.result, thrown);
+  const decided = decideOutcome(job.termination, stats.result, thrown);
+  const outcome =
+    job.termination === 'record_write_failed' && run.writeFailure !== undefined
+      ? { ...decided, error: writeFailedError(run.writeFailure) }
+      : decided;
   if (thrown !== undefined && !job.termination && !stats.result)
     run.writeLines([`! ${describeError(thrown)}`]);
   job.record = {

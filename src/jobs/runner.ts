@@ -63,8 +63,20 @@ export function createRunner(deps: RunnerDeps): Runner {
       ...(endpoint === undefined ? {} : { endpoint }),
     });
 
+  // Final records the disk refused (full, read-only): what callers are told, written again whenever asked for.
+  const unsaved = new Map<string, JobRecord>();
+  const retryUnsaved = async (id: string): Promise<JobRecord | undefined> => {
+    const record = unsaved.get(id);
+    if (!record) return undefined;
+    await deps.store.save(record).then(
+      () => unsaved.delete(id),
+      () => undefined,
+    );
+    return record;
+  };
+
   const get = async (id: string): Promise<JobRecord> =>
-    active.get(validateJobId(id))?.record ?? deps.store.read(id);
+    active.get(validateJobId(id))?.record ?? (await retryUnsaved(id)) ?? deps.store.read(id);
 
   const start = async (request: JobRequest): Promise<StartOutcome> => {
     if (closed)
@@ -140,6 +152,9 @@ export function createRunner(deps: RunnerDeps): Runner {
         ...(ready.apiKeyEnv === undefined ? [] : [ready.apiKeyEnv]),
       ],
     })
+      .then((saved) => {
+        if (!saved) unsaved.set(id, job.record);
+      })
       .catch((error: unknown) =>
         deps.diagnostics.error(`job ${id} crashed`, { error: String(error) }),
       )
@@ -157,7 +172,10 @@ export function createRunner(deps: RunnerDeps): Runner {
     onProgress?: (record: JobRecord) => void,
   ): Promise<JobRecord> => {
     const job = active.get(validateJobId(id));
-    if (!job) return waitForRecordElsewhere(deps.store, id, timeoutMs, onProgress);
+    if (!job)
+      return (
+        (await retryUnsaved(id)) ?? waitForRecordElsewhere(deps.store, id, timeoutMs, onProgress)
+      );
     let timer: NodeJS.Timeout | undefined;
     const listener = onProgress ? (record: JobRecord) => onProgress(record) : undefined;
     if (listener) job.listeners.add(listener);
@@ -199,8 +217,11 @@ export function createRunner(deps: RunnerDeps): Runner {
   };
 
   const list = async (includeFinished: boolean): Promise<JobListing> => {
+    for (const id of unsaved.keys()) await retryUnsaved(id);
     const listing = await deps.store.list();
-    const records = listing.records.map((record) => active.get(record.id)?.record ?? record);
+    const records = listing.records.map(
+      (record) => active.get(record.id)?.record ?? unsaved.get(record.id) ?? record,
+    );
     return {
       records: includeFinished
         ? records
@@ -219,6 +240,8 @@ export function createRunner(deps: RunnerDeps): Runner {
       job.controller.abort();
     }
     await Promise.all(running.map((job) => job.done));
+    // A last try for records the disk refused; what still fails is relabelled interrupted at the next start.
+    for (const id of [...unsaved.keys()]) await retryUnsaved(id);
   };
 
   return { start, complete, get, wait, cancel, list, recover, close };

@@ -31,6 +31,8 @@ export const JOB_FILES = {
 export interface Appender {
   write(text: string): void;
   close(): Promise<void>;
+  /** The write error that stopped this file (disk full, permissions), if one did. */
+  failure(): unknown;
 }
 
 /** A job folder whose job.json cannot be read as a record: listed as such, never hiding the others. */
@@ -81,9 +83,30 @@ function openAppender(path: string): Appender {
     close() {
       const current = stream;
       if (!current || current.closed) return Promise.resolve();
-      return new Promise((resolve) => current.end(() => resolve()));
+      return new Promise((resolve) => {
+        current.once('error', () => resolve());
+        current.end(() => resolve());
+      });
     },
+    failure: () => failure,
   };
+}
+
+/** A failed write of a job's file (job.json, task.txt), said with its path and errno (ENOSPC, EROFS, EACCES). */
+function jobFileWriteFailed(path: string, error: unknown): LocalAgentsError {
+  const code = (error as NodeJS.ErrnoException).code;
+  const reason = error instanceof Error ? error.message : String(error);
+  return new LocalAgentsError(
+    'RECORD_WRITE_FAILED',
+    `cannot write ${path}: ${code ?? 'error'} (${reason})`,
+    {
+      hint:
+        code === 'ENOSPC'
+          ? 'the disk that holds the state directory is full: free space there (or set LOCALAGENTS_STATE_DIR elsewhere), then run the job again'
+          : 'check that the state directory is writable (or set LOCALAGENTS_STATE_DIR elsewhere), then run the job again',
+      cause: error,
+    },
+  );
 }
 
 /** job.json's text as a record, or why it is not one (empty, not JSON, not a record of this version). */
@@ -140,8 +163,13 @@ export function createJobStore(stateDir: string): JobStore {
   };
 
   const writeRecord = async (record: JobRecord): Promise<void> => {
-    const dir = await privateJobDir(record.id);
-    await writeFileAtomic(join(dir, JOB_FILES.record), `${JSON.stringify(record, null, 2)}\n`);
+    const path = join(jobDir(record.id), JOB_FILES.record);
+    try {
+      await privateJobDir(record.id);
+      await writeFileAtomic(path, `${JSON.stringify(record, null, 2)}\n`);
+    } catch (error) {
+      throw jobFileWriteFailed(path, error);
+    }
   };
 
   const read = async (id: string): Promise<JobRecord> => {
@@ -211,8 +239,13 @@ export function createJobStore(stateDir: string): JobStore {
       return openAppender(join(jobDir(id), file));
     },
     async write(id, file, text) {
-      const dir = await privateJobDir(id);
-      await writeFileAtomic(join(dir, file), text);
+      const path = join(jobDir(id), file);
+      try {
+        await privateJobDir(id);
+        await writeFileAtomic(path, text);
+      } catch (error) {
+        throw jobFileWriteFailed(path, error);
+      }
     },
     async tail(id, file, lines) {
       // Reads at most the last TAIL_WINDOW_BYTES: a long transcript is never loaded whole.
