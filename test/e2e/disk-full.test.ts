@@ -23,6 +23,7 @@ async function smallDisk(size: string): Promise<string> {
   } catch (error) {
     throw new Error(
       `cannot mount a ${size} tmpfs at ${mount} (the disk-full test needs root, as CI has): ${String(error)}`,
+      { cause: error },
     );
   }
   onTestFinished(() => {
