@@ -109,6 +109,9 @@ Options:
                     legacy SSE transport: GET http://127.0.0.1:PORT/sse, POST /messages/), as the Python original
   --port N          the port of an HTTP transport (default 8000, the Python original's; 0 picks a free one)
   --http PORT       short for --transport streamable-http --port PORT
+  --host H          listen on H instead of 127.0.0.1 (a warning says what that opens)
+  --token-file F    the bearer token HTTP clients must send (default <state dir>/serve-token, made
+                    0600 on first start and printed with the claude mcp add line that uses it)
   --claude-path P   run this claude binary instead of the one bundled with the Agent SDK
                     (also $LOCALAGENTS_CLAUDE_PATH)
   -h, --help        this help`,

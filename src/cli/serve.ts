@@ -1,10 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { App } from '../app.js';
 import { LocalAgentsError } from '../errors.js';
+import { resolveStateDir } from '../paths.js';
+import { shellQuote } from '../shell-quote.js';
 import { DELEGATE_MARKER } from '../jobs/session-env.js';
 import { createMcpServer, lateDeps } from '../mcp/server.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
+import { authorize, isLoopbackHost, loadOrCreateToken } from './http-auth.js';
 import { APP_OPTIONS, openApp } from './open-app.js';
 
 /**
@@ -33,32 +37,49 @@ async function serveStdio(app: Promise<App>, context: CommandContext): Promise<v
 
 type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** Serves `handler` on 127.0.0.1:port until the command is aborted; `onListening` gets the actual port. */
+/** Where and how an HTTP transport listens. */
+interface HttpDoor {
+  host: string;
+  port: number;
+  token: string;
+  /** Printed with the address: how to register it, or where the token is. */
+  howToAdd: (url: string) => string;
+}
+
+/**
+ * Serves `handler` on door.host:port until the command is aborted, every request first authorized (the bearer
+ * token, a local Origin); `onListening` gets the actual URL base.
+ */
 async function serveLocal(
   context: CommandContext,
-  port: number,
+  door: HttpDoor,
   handler: (allowedHosts: string[]) => RequestHandler,
-  onListening: (actual: number) => void,
+  onListening: (base: string) => void,
 ): Promise<void> {
+  const { port } = door;
+  const shownHost = door.host.includes(':') ? `[${door.host}]` : door.host;
   // DNS-rebinding protection: only these Host headers are answered (the actual port is added below).
-  const allowedHosts = [`127.0.0.1:${port}`, `localhost:${port}`];
-  const http: Server = createServer(handler(allowedHosts));
+  const allowedHosts = [`127.0.0.1:${port}`, `localhost:${port}`, `${shownHost}:${port}`];
+  const inner = handler(allowedHosts);
+  const http: Server = createServer((req, res) => {
+    if (authorize(req, res, door.token)) inner(req, res);
+  });
   await new Promise<void>((resolve, reject) => {
     http.once('error', (error) =>
       reject(
         new LocalAgentsError(
           'LISTEN_FAILED',
-          `cannot listen on 127.0.0.1:${port}: ${error.message}`,
+          `cannot listen on ${shownHost}:${port}: ${error.message}`,
           { hint: 'pick another port with --port N (0 picks a free one)', cause: error },
         ),
       ),
     );
-    http.listen(port, '127.0.0.1', () => resolve());
+    http.listen(port, door.host, () => resolve());
   });
   const address = http.address();
   const actual = typeof address === 'object' && address ? address.port : port;
-  allowedHosts.push(`127.0.0.1:${actual}`, `localhost:${actual}`);
-  onListening(actual);
+  allowedHosts.push(`127.0.0.1:${actual}`, `localhost:${actual}`, `${shownHost}:${actual}`);
+  onListening(`http://${shownHost}:${actual}`);
   await new Promise<void>((resolve) =>
     context.signal.addEventListener('abort', () => resolve(), { once: true }),
   );
@@ -71,12 +92,16 @@ function notFound(res: ServerResponse, message: string): void {
 }
 
 /** Streamable HTTP at /mcp, stateless: a fresh MCP server per request, one app behind all. */
-async function serveStreamableHttp(app: App, context: CommandContext, port: number): Promise<void> {
+async function serveStreamableHttp(
+  app: App,
+  context: CommandContext,
+  door: HttpDoor,
+): Promise<void> {
   const { StreamableHTTPServerTransport } =
     await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
   await serveLocal(
     context,
-    port,
+    door,
     (allowedHosts) => (req, res) => {
       if (!req.url?.startsWith('/mcp')) return notFound(res, 'the MCP endpoint is /mcp');
       const server = app.createMcpServer();
@@ -97,10 +122,10 @@ async function serveStreamableHttp(app: App, context: CommandContext, port: numb
           if (!res.headersSent) res.writeHead(500).end();
         });
     },
-    (actual) => {
-      app.noteMcpUrl(`http://127.0.0.1:${actual}/mcp`);
+    (base) => {
+      app.noteMcpUrl(`${base}/mcp`);
       context.stderr.write(
-        `localagents: MCP over streamable HTTP at http://127.0.0.1:${actual}/mcp\n`,
+        `localagents: MCP over streamable HTTP at ${base}/mcp\n${door.howToAdd(`${base}/mcp`)}\n`,
       );
     },
   );
@@ -110,12 +135,12 @@ async function serveStreamableHttp(app: App, context: CommandContext, port: numb
  * The MCP SDK's legacy SSE transport, for clients of the Python original's `--transport sse`: GET /sse opens a
  * session's event stream, whose first event names `/messages/?sessionId=…`, where the client POSTs its messages.
  */
-async function serveSse(app: App, context: CommandContext, port: number): Promise<void> {
+async function serveSse(app: App, context: CommandContext, door: HttpDoor): Promise<void> {
   const { SSEServerTransport } = await import('@modelcontextprotocol/sdk/server/sse.js');
   const sessions = new Map<string, InstanceType<typeof SSEServerTransport>>();
   await serveLocal(
     context,
-    port,
+    door,
     (allowedHosts) => (req, res) => {
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
       if (req.method === 'GET' && url.pathname === '/sse') {
@@ -146,9 +171,11 @@ async function serveSse(app: App, context: CommandContext, port: number): Promis
       }
       notFound(res, 'the SSE endpoint is GET /sse (messages go to POST /messages/)');
     },
-    (actual) => {
-      app.noteMcpUrl(`http://127.0.0.1:${actual}/sse`);
-      context.stderr.write(`localagents: MCP over SSE at http://127.0.0.1:${actual}/sse\n`);
+    (base) => {
+      app.noteMcpUrl(`${base}/sse`);
+      context.stderr.write(
+        `localagents: MCP over SSE at ${base}/sse\n${door.howToAdd(`${base}/sse`).replace('--transport http', '--transport sse')}\n`,
+      );
     },
   );
 }
@@ -201,8 +228,19 @@ export const runServe: CommandRun = async (context) => {
     http: { type: 'string' },
     transport: { type: 'string' },
     port: { type: 'string' },
+    host: { type: 'string' },
+    'token-file': { type: 'string' },
   });
   const { transport, port } = chooseTransport(values);
+  if (transport === 'stdio' && (values.host !== undefined || values['token-file'] !== undefined)) {
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      'serve: --host and --token-file need an HTTP transport',
+      {
+        hint: 'add --transport streamable-http (or sse), or --http PORT',
+      },
+    );
+  }
   if (context.env[DELEGATE_MARKER]) {
     throw new LocalAgentsError(
       'INSIDE_DELEGATE',
@@ -216,15 +254,41 @@ export const runServe: CommandRun = async (context) => {
   try {
     if (transport === 'stdio') await serveStdio(app, context);
     else {
+      const door = await openDoor(context, values, port);
       await reportRecovered(await app, context);
       const serve = transport === 'sse' ? serveSse : serveStreamableHttp;
-      await serve(await app, context, port);
+      await serve(await app, context, door);
     }
   } finally {
     await (await app).close();
   }
   return 0;
 };
+
+/** The HTTP door's host and token: loopback unless --host (with a warning), the token made on first start. */
+async function openDoor(
+  context: CommandContext,
+  values: { host?: string | undefined; 'token-file'?: string | undefined },
+  port: number,
+): Promise<HttpDoor> {
+  const host = values.host ?? '127.0.0.1';
+  const file = values['token-file'] ?? join(resolveStateDir(context.env), 'serve-token');
+  const { token, created } = await loadOrCreateToken(file);
+  if (!isLoopbackHost(host)) {
+    context.stderr.write(
+      `localagents: warning: listening on ${host}, not only on this machine: anyone who can reach it and has the token can run agents that run commands as you\n`,
+    );
+  }
+  return {
+    host,
+    port,
+    token,
+    howToAdd: (url) =>
+      created
+        ? `localagents: add it to Claude Code with (the token is in ${file}, 0600):\n  claude mcp add --transport http local ${url} --header "Authorization: Bearer ${token}"`
+        : `localagents: its bearer token is in ${file}: claude mcp add --transport http local ${url} --header "Authorization: Bearer $(cat ${shellQuote(file)})"`,
+  };
+}
 
 async function reportRecovered(app: App, context: CommandContext): Promise<void> {
   const { interrupted, reaped } = await app.recovered;

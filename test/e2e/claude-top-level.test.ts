@@ -228,19 +228,31 @@ describe('the real claude as the top-level client of localagents', () => {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     children.push(serve);
-    const mcpUrl = await new Promise<string>((resolve, reject) => {
+    // serve prints its URL and, on first start, the bearer token every request must carry.
+    const [mcpUrl, token] = await new Promise<[string, string]>((resolve, reject) => {
       let text = '';
       serve.stderr?.on('data', (chunk: Buffer) => {
         text += chunk.toString();
-        const found = /MCP over streamable HTTP at (\S+)/.exec(text)?.[1];
-        if (found) resolve(found);
+        const url = /MCP over streamable HTTP at (\S+)/.exec(text)?.[1];
+        const secret = /Authorization: Bearer ([\w-]+)"/.exec(text)?.[1];
+        if (url && secret) resolve([url, secret]);
       });
       serve.once('exit', (code) => reject(new Error(`serve exited ${code}: ${text}`)));
     });
-    const add = await run(CLAUDE, ['mcp', 'add', '--transport', 'http', 'local', mcpUrl], {
-      cwd: r.repo,
-      env: r.env,
-    });
+    const add = await run(
+      CLAUDE,
+      [
+        'mcp',
+        'add',
+        '--transport',
+        'http',
+        'local',
+        mcpUrl,
+        '--header',
+        `Authorization: Bearer ${token}`,
+      ],
+      { cwd: r.repo, env: r.env },
+    );
     expect(add.code, add.stderr).toBe(0);
     const stdout = await orchestrator(r, 'local');
     await expectDelegation(r, 'local', 'none', stdout);
