@@ -66,6 +66,14 @@ function refuse(res: ServerResponse, status: number, message: string, fix: strin
   res.end(`${JSON.stringify({ error: { message, fix } })}\n`);
 }
 
+function originHost(origin: string): string {
+  try {
+    return new URL(origin).hostname;
+  } catch {
+    return '';
+  }
+}
+
 /**
  * True when the request may go on; otherwise it has been answered: 403 for a foreign Origin (a browser page on
  * another site), 401 without the token.
@@ -73,13 +81,7 @@ function refuse(res: ServerResponse, status: number, message: string, fix: strin
 export function authorize(req: IncomingMessage, res: ServerResponse, token: string): boolean {
   const origin = req.headers.origin;
   if (origin !== undefined) {
-    let host = '';
-    try {
-      host = new URL(origin).hostname;
-    } catch {
-      host = '';
-    }
-    if (!isLoopbackHost(host)) {
+    if (!isLoopbackHost(originHost(origin))) {
       refuse(
         res,
         403,
