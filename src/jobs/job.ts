@@ -111,6 +111,10 @@ export const jobErrorSchema = z.object({
     'setup_failed',
     /** job.json could not be written: the job was stopped, its outcome is said in the answer. */
     'record_write_failed',
+    /** The backend refused what retries cannot fix (a key, a model, a server flag): ended at once. */
+    'backend_config',
+    /** The backend was gone or kept loading past defaults.backend_grace_s. */
+    'backend_down',
   ]),
   message: z.string(),
 });

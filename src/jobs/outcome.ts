@@ -52,6 +52,11 @@ const TERMINATION: Record<TerminationReason, { status: JobStatus; error: JobErro
     status: 'failed',
     error: { kind: 'record_write_failed', message: 'job.json could not be written' },
   },
+  // run-job.ts replaces the error with the backend watch's (backend_config or backend_down).
+  backend_failed: {
+    status: 'failed',
+    error: { kind: 'backend_down', message: 'the backend failed' },
+  },
 };
 
 /** How a job ended: a stop we asked for (first reason wins) outranks whatever the session reported. */

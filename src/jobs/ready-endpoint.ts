@@ -58,7 +58,10 @@ function modelSettingsOf({ menuEntry }: ReadyResolution): ModelSettings | undefi
  */
 export function routeConfigFor(
   ready: ReadyEndpoint,
-  extras: Pick<RouteConfig, 'logDir' | 'dumpFullRequests' | 'keepaliveMs' | 'apiKeyFrom'> = {},
+  extras: Pick<
+    RouteConfig,
+    'logDir' | 'dumpFullRequests' | 'keepaliveMs' | 'apiKeyFrom' | 'watch'
+  > = {},
 ): RouteConfig {
   return {
     backendUrl: ready.endpoint.base_url,

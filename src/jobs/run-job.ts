@@ -23,6 +23,7 @@ import {
 import { routeConfigFor, type ReadyEndpoint } from './ready-endpoint.js';
 import { decideOutcome, finishedFields, isPossibleNoOp } from './outcome.js';
 import { isProcessAlive, terminateProcess } from './process.js';
+import { watchBackend, type BackendFailure, type BackendWatch } from './backend-watch.js';
 import { buildSessionEnv } from './session-env.js';
 import { JOB_FILES, type Appender, type JobStore } from './store.js';
 import { createTranscript, formatDoneLine, formatStartLine, formatStderr } from './transcript.js';
@@ -55,6 +56,8 @@ export interface JobSettings {
   delegateMcp: DelegateMcp;
   /** Variables that hold backend credentials: never in the delegate's environment. */
   secretVariables: string[];
+  /** defaults.backend_grace_s: how long a gone or loading backend may take to answer again. */
+  backendGraceS: number;
 }
 
 /** What executeJob needs of the process around it. */
@@ -112,6 +115,9 @@ interface JobRun {
   writeFailure: unknown;
   /** Whether the last record written is the final one (else the runner keeps it and writes it later). */
   saved: boolean;
+  /** Why the backend watch ended the job early, if it did. */
+  backendFailure: BackendFailure | undefined;
+  backendWatch: BackendWatch | undefined;
   update(patch: Partial<JobRecord>, persist: 'now' | 'soon'): Promise<void>;
   writeLines(lines: string[]): void;
 }
@@ -177,6 +183,8 @@ function openRun(
     thrown: undefined,
     writeFailure: undefined,
     saved: false,
+    backendFailure: undefined,
+    backendWatch: undefined,
     update(patch, persist) {
       job.record = { ...job.record, ...patch };
       for (const listener of job.listeners) listener(job.record);
@@ -211,11 +219,22 @@ async function start(run: JobRun): Promise<AsyncGenerator<unknown, void, undefin
   const { deps, job, ready, settings } = run;
   const id = job.record.id;
   const shim = await deps.shim();
+  run.backendWatch = watchBackend({
+    endpoint: `endpoint ${ready.endpoint.name}`,
+    graceMs: settings.backendGraceS * 1000,
+    onFailure: (failure) => {
+      run.backendFailure = failure;
+      run.writeLines([`! ${failure.kind}: ${failure.message}`]);
+      job.termination ??= 'backend_failed';
+      job.controller.abort();
+    },
+  });
   const route = shim.addRoute(
     routeConfigFor(ready, {
       logDir: deps.store.jobDir(id),
       dumpFullRequests: settings.dumpRequests,
       keepaliveMs: settings.keepaliveS * 1000,
+      watch: run.backendWatch.watch,
     }),
   );
   run.route = route;
@@ -306,7 +325,13 @@ async function pump(run: JobRun, session: AsyncGenerator<unknown, void, undefine
 const TEARDOWN: readonly { what: string; step: (run: JobRun) => Promise<void> | void }[] = [
   { what: 'checking for a cancel from another process', step: noticeCancelMarker },
   { what: 'stopping claude', step: stopClaude },
-  { what: 'closing the shim route', step: async (run) => void (await run.route?.close()) },
+  {
+    what: 'closing the shim route',
+    step: async (run) => {
+      run.backendWatch?.close();
+      await run.route?.close();
+    },
+  },
   { what: 'recording the outcome', step: recordOutcome },
   { what: 'computing backend figures', step: recordBackendFigures },
   { what: 'finishing the worktree', step: recordWorktree },
@@ -408,7 +433,9 @@ function recordOutcome(run: JobRun): void {
   const outcome =
     job.termination === 'record_write_failed' && run.writeFailure !== undefined
       ? { ...decided, error: writeFailedError(run.writeFailure) }
-      : decided;
+      : job.termination === 'backend_failed' && run.backendFailure !== undefined
+        ? { ...decided, error: run.backendFailure }
+        : decided;
   if (thrown !== undefined && !job.termination && !stats.result)
     run.writeLines([`! ${describeError(thrown)}`]);
   job.record = {

@@ -145,6 +145,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       resumeSessionId: previous?.session_id ?? undefined,
       dumpRequests: defaults.dump_requests,
       keepaliveS: defaults.keepalive_s,
+      backendGraceS: defaults.backend_grace_s,
       delegateMcp: defaults.delegate_mcp,
       // The shim holds the backend's key; the delegate (and whatever its model runs) never sees one.
       secretVariables: [

@@ -22,6 +22,7 @@ export function builtinDefaults(): Defaults {
     system_prompt_append: DEFAULT_SYSTEM_PROMPT_APPEND,
     dump_requests: false,
     keepalive_s: 15,
+    backend_grace_s: 30,
     delegate_mcp: 'inherit',
   };
 }

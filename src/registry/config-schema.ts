@@ -33,6 +33,7 @@ export const DefaultsLayerSchema = z.object({
   system_prompt_append: text.optional(),
   dump_requests: z.boolean().optional(),
   keepalive_s: z.number().min(0).optional(),
+  backend_grace_s: z.number().min(0).optional(),
   delegate_mcp: z.enum(DELEGATE_MCP_MODES).optional(),
 });
 

@@ -14,6 +14,8 @@ export interface Defaults {
   system_prompt_append: string;
   dump_requests: boolean;
   keepalive_s: number;
+  /** How long a job waits for a backend that is gone or stays loading before it ends as backend_down. */
+  backend_grace_s: number;
   delegate_mcp: DelegateMcp;
 }
 

@@ -155,13 +155,20 @@ async function attempt(
   } catch (error) {
     if (exchange.cancellation.cancelled) return { kind: 'gone' };
     // Not a socket reset: Claude Code retries a 502 like any 5xx (contract §3.1).
-    const message = describeConnectError(error, route.upstream.url);
+    const message = describeConnectError(error, route.upstream.url, {
+      name: route.config.endpointName,
+      backend: route.config.backend,
+    });
+    route.config.watch?.({ kind: 'unreachable', message });
     sendClientError(exchange, { status: 502, type: 'api_error', message }, String(error));
     return { kind: 'gone' };
   }
   const status = upstream.statusCode ?? 502;
   exchange.line.upstream_status = status;
-  if (status < 400) return { kind: 'answer', upstream };
+  if (status < 400) {
+    route.config.watch?.({ kind: 'answered' });
+    return { kind: 'answer', upstream };
+  }
   let text: string;
   try {
     text = (await readBody(upstream, MAX_ERROR_BYTES)).toString('utf8');

@@ -31,7 +31,17 @@ export interface RouteConfig {
   dumpFullRequests?: boolean;
   /** Silence on an open stream after which the shim sends `event: ping` (default 15000); 0: no pings. */
   keepaliveMs?: number;
+  /** Told how each backend request went: a job ends early on what retries cannot fix (run-job.ts). */
+  watch?: (event: RouteEvent) => void;
 }
+
+/** What became of one request to the backend, as the shim saw it. */
+export type RouteEvent =
+  | { kind: 'answered' }
+  /** The backend answered an error, as classified; `message` is what the client was told. */
+  | { kind: 'error'; error: BackendError; message: string }
+  /** No connection (refused, unreachable, timed out): `message` names the endpoint and its URL. */
+  | { kind: 'unreachable'; message: string };
 
 /**
  * What went through a route, counted as each request ends (the same lines requests.jsonl gets): the job's

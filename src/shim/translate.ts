@@ -31,6 +31,7 @@ export function translateAndSend(exchange: Exchange, error: BackendError, origin
   const lowerBound =
     (error.kind === 'context_overflow' || error.kind === 'max_tokens_too_large') &&
     error.lowerBound;
+  config.watch?.({ kind: 'error', error, message: client.message });
   sendClientError(exchange, client, original, lowerBound);
 }
 

@@ -194,12 +194,21 @@ export async function readBody(stream: AsyncIterable<Buffer>, limitBytes: number
   return Buffer.concat(chunks);
 }
 
-/** Why a backend could not be reached, in words a user can act on (classified as the probes do). */
-export function describeConnectError(error: unknown, url: URL): string {
+/**
+ * Why a backend could not be reached, in words a user can act on (classified as the probes do): the endpoint by
+ * its name and URL (never the shim's own port), and vLLM's loading habit only for a vLLM endpoint.
+ */
+export function describeConnectError(
+  error: unknown,
+  url: URL,
+  endpoint: { name?: string | undefined; backend?: string | undefined } = {},
+): string {
   const { failure, code } = classifyConnectError(error);
   const what =
     failure === 'refused'
-      ? 'connection refused (nothing listening; a vLLM server refuses connections while it loads)'
+      ? endpoint.backend === 'vllm'
+        ? 'connection refused (nothing listening; vLLM refuses connections while it loads a model)'
+        : 'connection refused (nothing listening there: the server is not running)'
       : failure === 'unreachable'
         ? code === 'ENOTFOUND' || code === 'EAI_AGAIN'
           ? 'host not found'
@@ -211,5 +220,6 @@ export function describeConnectError(error: unknown, url: URL): string {
             : error instanceof Error
               ? error.message
               : String(error);
-  return `backend ${url.origin} unreachable: ${what}`;
+  const where = endpoint.name ? `endpoint ${endpoint.name} (${url.origin})` : `backend ${url.origin}`;
+  return `${where} unreachable: ${what}`;
 }
