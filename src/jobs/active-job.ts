@@ -1,11 +1,7 @@
 import type { JobRecord } from './job.js';
 
 export type TerminationReason =
-  | 'timeout'
-  | 'cancelled'
-  | 'shutdown'
-  | 'record_write_failed'
-  | 'backend_failed';
+  'timeout' | 'cancelled' | 'shutdown' | 'record_write_failed' | 'backend_failed';
 
 /** One job while it runs in this process. */
 export interface ActiveJob {

@@ -64,7 +64,8 @@ export function watchBackend(options: {
         return;
       }
       if (event.kind === 'unreachable') return down(event.message);
-      if (isConfigurationError(event.error)) end({ kind: 'backend_config', message: event.message });
+      if (isConfigurationError(event.error))
+        end({ kind: 'backend_config', message: event.message });
       else if (event.error.kind === 'unavailable') down(event.message);
     },
     close: () => {

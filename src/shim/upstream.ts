@@ -220,6 +220,8 @@ export function describeConnectError(
             : error instanceof Error
               ? error.message
               : String(error);
-  const where = endpoint.name ? `endpoint ${endpoint.name} (${url.origin})` : `backend ${url.origin}`;
+  const where = endpoint.name
+    ? `endpoint ${endpoint.name} (${url.origin})`
+    : `backend ${url.origin}`;
   return `${where} unreachable: ${what}`;
 }
