@@ -162,8 +162,15 @@ export function foreignShape(value: unknown): string | undefined {
  */
 export function parseProjectLayer(text: string, file: string): ParsedLayer {
   const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
-  const why =
-    doc.errors.length > 0 ? 'it is not valid YAML' : foreignShape(doc.toJS() ?? undefined);
+  let why: string | undefined;
+  try {
+    why =
+      doc.errors.length > 0
+        ? 'it is not valid YAML'
+        : foreignShape(doc.toJS({ maxAliasCount: MAX_ALIASES }) ?? undefined);
+  } catch {
+    why = 'it expands into too many YAML aliases';
+  }
   if (why === undefined) return parseLayer(text, file);
   return {
     file,
@@ -181,6 +188,9 @@ export function parseProjectLayer(text: string, file: string): ParsedLayer {
   };
 }
 
+/** Alias expansions a models.yaml may use; an alias bomb needs millions. */
+const MAX_ALIASES = 100;
+
 export function parseLayer(text: string, file: string): ParsedLayer {
   const counter = new LineCounter();
   const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
@@ -195,7 +205,25 @@ export function parseLayer(text: string, file: string): ParsedLayer {
   if (doc.errors.length > 0) {
     return { file, errors: doc.errors.map(yamlIssue), warnings: [], lineOf };
   }
-  const value: unknown = doc.toJS() ?? {};
+  let value: unknown;
+  try {
+    // The yaml library refuses an alias bomb ("billion laughs") here, past MAX_ALIASES expansions.
+    value = doc.toJS({ maxAliasCount: MAX_ALIASES }) ?? {};
+  } catch (error) {
+    return {
+      file,
+      errors: [
+        {
+          file,
+          path: '',
+          message: `too many YAML aliases (${error instanceof Error ? error.message : String(error)})`,
+          fix: 'write the values out instead of repeating anchors (*alias) that expand into more aliases',
+        },
+      ],
+      warnings: [],
+      lineOf,
+    };
+  }
   const parsed = LayerSchema.safeParse(value, { reportInput: true });
   const warnings = unknownKeyWarnings(file, value, lineOf);
   if (!parsed.success) {

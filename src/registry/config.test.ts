@@ -1,4 +1,5 @@
 import { readFile, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/support/temp-dir.js';
@@ -12,6 +13,7 @@ import {
   createConfigCache,
   EXAMPLE_CONFIG_PATH,
   loadRegistryConfig,
+  MAX_CONFIG_BYTES,
 } from './config.js';
 
 const ENDPOINT = 'endpoints:\n  gpu:\n    base_url: http://127.0.0.1:8080\n';
@@ -321,6 +323,37 @@ describe('loadRegistryConfig', () => {
     const paths = configPaths({ cwd: join(dir, 'project'), env: { XDG_CONFIG_HOME: dir } });
     const result = await loadRegistryConfig(paths);
     expect(result.ok && result.warnings).toEqual([]);
+  });
+
+  it('bounds what a config can cost: an alias bomb, an oversized file and a FIFO are config errors', async () => {
+    const bomb = [
+      'a: &a ["x","x","x","x","x","x","x","x","x"]',
+      ...Array.from({ length: 8 }, (_, level) => {
+        const name = String.fromCharCode(98 + level);
+        const previous = String.fromCharCode(97 + level);
+        return `${name}: &${name} [${Array(9).fill(`*${previous}`).join(',')}]`;
+      }),
+      'endpoints:\n  gpu:\n    base_url: http://127.0.0.1:8080',
+      '',
+    ].join('\n');
+    const dir = await tempDir({
+      'bomb.yaml': bomb,
+      'huge.yaml': `${ENDPOINT}# ${'x'.repeat(MAX_CONFIG_BYTES)}\n`,
+    });
+    execFileSync('mkfifo', [join(dir, 'fifo.yaml')]);
+    const outcomes: Array<[string, RegExp]> = [
+      ['bomb.yaml', /too many YAML aliases/],
+      ['huge.yaml', /over the 1048576-byte limit/],
+      ['fifo.yaml', /not a regular file/],
+    ];
+    for (const [name, message] of outcomes) {
+      const result = await loadRegistryConfig(
+        configPaths({ configFlag: join(dir, name), cwd: join(dir, 'elsewhere'), env: {} }),
+      );
+      expect(result.ok, name).toBe(false);
+      if (result.ok) continue;
+      expect(result.issues.map(formatConfigIssue).join('\n'), name).toMatch(message);
+    }
   });
 
   it('reports a layer it cannot read (a directory where the file should be)', async () => {

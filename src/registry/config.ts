@@ -39,6 +39,14 @@ export function createConfigCache(): ConfigCache {
   return new Map();
 }
 
+/** What a configuration file may cost: models.yaml files are a few kilobytes; parsing is super-linear. */
+export const MAX_CONFIG_BYTES = 1024 * 1024;
+const READ_TIMEOUT_MS = 5000;
+
+function refused(file: string, message: string, fix: string): ParsedLayer {
+  return { file, errors: [{ file, path: '', message, fix }], warnings: [], lineOf: () => undefined };
+}
+
 async function readLayer(
   file: string,
   cache: ConfigCache,
@@ -54,11 +62,20 @@ async function readLayer(
     }
     return unreadable(file, error);
   }
+  // A FIFO would block the read forever and a device would never end: only regular files are read.
+  if (!info.isFile() && !info.isDirectory())
+    return refused(file, 'not a regular file', 'point the config at a YAML file');
+  if (info.size > MAX_CONFIG_BYTES)
+    return refused(
+      file,
+      `${info.size} bytes, over the ${MAX_CONFIG_BYTES}-byte limit for a models.yaml`,
+      'a models.yaml is a few kilobytes: check that this is the right file',
+    );
   const cached = cache.get(file);
   if (cached && cached.mtimeMs === info.mtimeMs && cached.size === info.size) return cached.parsed;
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readFile(file, { encoding: 'utf8', signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
   } catch (error) {
     return unreadable(file, error);
   }
