@@ -40,6 +40,7 @@ function endpointJson(probe: EndpointProbe): Record<string, unknown> {
     ...(probe.vllm ? { vllm: probe.vllm } : {}),
     metrics: probe.metrics,
     latency_ms: probe.latency_ms,
+    ...(probe.warnings ? { warnings: probe.warnings } : {}),
   };
 }
 

@@ -6,16 +6,19 @@ import { z } from 'zod';
  */
 
 const positiveInt = z.number().int().positive();
+/**
+ * A window as the server sent it, whatever it is: read by probe-read's windowOf, which turns a value no server
+ * means (negative, 0, 1e308, a string) into "unknown" with a warning instead of failing the whole answer.
+ */
+const windowField = z.unknown().optional();
 
 export const ModelCardSchema = z.looseObject({
   id: z.string(),
   owned_by: z.string().optional(),
   // llama.cpp b9076+: per-slot window; never n_ctx_train (the model's training length).
-  meta: z
-    .looseObject({ n_ctx: positiveInt.optional(), n_ctx_train: positiveInt.optional() })
-    .nullish(),
+  meta: z.looseObject({ n_ctx: windowField, n_ctx_train: z.unknown().optional() }).nullish(),
   // vLLM: null on LoRA cards, which name their base in `parent`.
-  max_model_len: positiveInt.nullish(),
+  max_model_len: windowField,
   parent: z.string().nullish(),
   root: z.string().nullish(),
   // llama.cpp router mode: only loaded (or sleeping) models answer without a load.
@@ -29,7 +32,7 @@ export const ModelListSchema = z.looseObject({
 });
 
 export const PropsSchema = z.looseObject({
-  default_generation_settings: z.looseObject({ n_ctx: z.number().int().nonnegative() }).optional(),
+  default_generation_settings: z.looseObject({ n_ctx: windowField }).optional(),
   total_slots: positiveInt.optional(),
   build_info: z.string().optional(),
   endpoint_metrics: z.boolean().optional(),
@@ -37,7 +40,7 @@ export const PropsSchema = z.looseObject({
 });
 
 export const SlotsSchema = z.array(
-  z.looseObject({ id: z.number(), n_ctx: positiveInt.optional(), is_processing: z.boolean() }),
+  z.looseObject({ id: z.number(), n_ctx: windowField, is_processing: z.boolean() }),
 );
 
 export const VersionSchema = z.looseObject({ version: z.string() });

@@ -44,7 +44,12 @@ export const MAX_CONFIG_BYTES = 1024 * 1024;
 const READ_TIMEOUT_MS = 5000;
 
 function refused(file: string, message: string, fix: string): ParsedLayer {
-  return { file, errors: [{ file, path: '', message, fix }], warnings: [], lineOf: () => undefined };
+  return {
+    file,
+    errors: [{ file, path: '', message, fix }],
+    warnings: [],
+    lineOf: () => undefined,
+  };
 }
 
 async function readLayer(

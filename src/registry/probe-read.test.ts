@@ -84,7 +84,7 @@ describe('probe readers on recorded llama-server answers', () => {
     const slotList = readSlots(captured(files.slots));
     if (!models) throw new Error('no models');
     const windows = contextWindows(models, props, slotList);
-    expect(windows).toEqual({ '/models/tiny-qwen3-tame.gguf': window });
+    expect(windows).toEqual({ windows: { '/models/tiny-qwen3-tame.gguf': window }, problems: [] });
     const report = slotReport(slotList, props, undefined);
     expect(report).toEqual({ total: slots, busy: 0, free: slots, source: 'slots' });
   });
@@ -113,6 +113,30 @@ describe('probe readers on recorded llama-server answers', () => {
     });
   });
 
+  it.each<[string, unknown]>([
+    ['negative', -8192],
+    ['zero', 0],
+    ['absurd', 1e308],
+    ['a string', '32k'],
+    ['a fraction', 8192.5],
+  ])('reads a %s max_model_len as an unknown window, naming the field', (_what, value) => {
+    const models = readModels(
+      answer(200, {
+        object: 'list',
+        data: [
+          { id: 'broken', owned_by: 'vllm', max_model_len: value },
+          { id: 'fine', owned_by: 'vllm', max_model_len: 65536 },
+        ],
+      }),
+    );
+    if (!models) throw new Error('the rest of the answer must still be read');
+    const { windows, problems } = contextWindows(models, undefined, undefined);
+    expect(windows).toEqual({ fine: 65536 });
+    expect(problems).toEqual([
+      `broken max_model_len is ${JSON.stringify(value)}, which no window can be: the window is unknown (set context: N in models.yaml)`,
+    ]);
+  });
+
   it('falls back to /props and then /slots for the window on builds without meta.n_ctx', () => {
     const models = readModels(
       answer(200, {
@@ -121,13 +145,17 @@ describe('probe readers on recorded llama-server answers', () => {
       }),
     );
     if (!models) throw new Error('no models');
-    expect(contextWindows(models, readProps(captured('A05-get-props.json')), undefined)).toEqual({
+    expect(
+      contextWindows(models, readProps(captured('A05-get-props.json')), undefined).windows,
+    ).toEqual({
       old: 8192,
     });
-    expect(contextWindows(models, undefined, readSlots(captured('C04-get-slots.json')))).toEqual({
+    expect(
+      contextWindows(models, undefined, readSlots(captured('C04-get-slots.json'))).windows,
+    ).toEqual({
       old: 16384,
     });
-    expect(contextWindows(models, undefined, undefined)).toEqual({});
+    expect(contextWindows(models, undefined, undefined).windows).toEqual({});
   });
 
   it('recognises the 503 "Loading model" answer (Z02) and nothing else as loading', () => {
@@ -140,7 +168,7 @@ describe('probe readers on vLLM answers', () => {
   it('gives LoRA cards the window of their base card', () => {
     const models = readModels(answer(200, VLLM_MODELS));
     if (!models) throw new Error('no models');
-    expect(contextWindows(models, undefined, undefined)).toEqual({
+    expect(contextWindows(models, undefined, undefined).windows).toEqual({
       'my-model': 65536,
       alias: 65536,
       'sql-lora': 65536,

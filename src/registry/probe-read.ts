@@ -87,6 +87,30 @@ export function servedIds(models: ModelList): string[] {
   return models.data.filter(isRunning).map((card) => card.id);
 }
 
+/** Larger than any model's window: a value past it is a server bug, not a window. */
+const MAX_SANE_WINDOW = 100_000_000;
+
+/**
+ * A window field as a number of tokens; undefined when absent or null, and `problems` gets a line naming the
+ * field when the value is one no window can be (negative, 0, a fraction, 1e308, a string).
+ */
+function windowOf(value: unknown, field: string, problems: string[]): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'number' && Number.isInteger(value) && value > 0 && value <= MAX_SANE_WINDOW)
+    return value;
+  problems.push(
+    `${field} is ${JSON.stringify(value) ?? String(value)}, which no window can be: the window is unknown (set context: N in models.yaml)`,
+  );
+  return undefined;
+}
+
+export interface ContextWindows {
+  /** Per-request window per served id. */
+  windows: Record<string, number>;
+  /** Fields whose value could not be a window, named: they count as unknown, never as a window of 0. */
+  problems: string[];
+}
+
 /**
  * Per-request window per served id. llama.cpp: meta.n_ctx, else /props, else /slots[0];
  * vLLM: max_model_len, LoRA cards inheriting their base card's. Never n_ctx_train.
@@ -95,33 +119,37 @@ export function contextWindows(
   models: ModelList,
   props: Props | undefined,
   slots: Slots | undefined,
-): Record<string, number> {
+): ContextWindows {
+  const problems: string[] = [];
   const cards = models.data.filter(isRunning);
-  const fallback =
-    (props?.default_generation_settings?.n_ctx ?? 0) > 0
-      ? props?.default_generation_settings?.n_ctx
-      : slots?.[0]?.n_ctx;
+  // /props reports 0 while no model is loaded: that one zero means "not known here", not a broken value.
+  const propsWindow = props?.default_generation_settings?.n_ctx;
+  const fallback = () =>
+    (propsWindow === 0
+      ? undefined
+      : windowOf(propsWindow, '/props default_generation_settings.n_ctx', problems)) ??
+    windowOf(slots?.[0]?.n_ctx, '/slots n_ctx', problems);
+  const maxModelLen = (card: ModelCard): number | undefined =>
+    windowOf(card.max_model_len, `${card.id} max_model_len`, problems);
   const baseWindow = (card: ModelCard): number | undefined => {
     const parent = models.data.find(
       (other) =>
         other.id === card.parent || (card.parent && other.root === card.parent && !other.parent),
     );
-    return (
-      parent?.max_model_len ??
-      models.data.find((other) => !other.parent && other.max_model_len)?.max_model_len ??
-      undefined
-    );
+    const base =
+      parent ?? models.data.find((other) => !other.parent && other.max_model_len !== undefined);
+    return base ? maxModelLen(base) : undefined;
   };
   const windows: Record<string, number> = {};
   for (const card of cards) {
     const value =
-      card.meta?.n_ctx ??
-      card.max_model_len ??
+      windowOf(card.meta?.n_ctx, `${card.id} meta.n_ctx`, problems) ??
+      maxModelLen(card) ??
       (card.parent ? baseWindow(card) : undefined) ??
-      fallback;
-    if (value !== undefined && value > 0) windows[card.id] = value;
+      fallback();
+    if (value !== undefined) windows[card.id] = value;
   }
-  return windows;
+  return { windows, problems: [...new Set(problems)] };
 }
 
 export interface SlotReport {

@@ -40,6 +40,8 @@ export interface EndpointProbe {
   kvUnified?: true;
   /** Round trip of GET /v1/models (or of the failed attempt). */
   latency_ms: number;
+  /** What the server said that could not be used, named (a window no window can be). */
+  warnings?: string[];
   /** Non-enumerable, so JSON.stringify and log lines never carry it. */
   apiKey?: string;
 }
@@ -151,7 +153,9 @@ export async function probeEndpoint(
   const slots = readSlots(answers.get('/slots'));
   const metrics = readMetrics(answers.get('/metrics'));
   result.models = servedIds(models);
-  result.context = contextWindows(models, props, slots);
+  const windows = contextWindows(models, props, slots);
+  result.context = windows.windows;
+  if (windows.problems.length > 0) result.warnings = windows.problems;
   result.metrics = metrics !== undefined;
   if (result.backend !== 'vllm') {
     const report = slotReport(slots, props, metrics);
