@@ -99,7 +99,7 @@ function windowOf(value: unknown, field: string, problems: string[]): number | u
   if (typeof value === 'number' && Number.isInteger(value) && value > 0 && value <= MAX_SANE_WINDOW)
     return value;
   problems.push(
-    `${field} is ${JSON.stringify(value) ?? String(value)}, which no window can be: the window is unknown (set context: N in models.yaml)`,
+    `${field} is ${JSON.stringify(value) ?? typeof value}, which no window can be: the window is unknown (set context: N in models.yaml)`,
   );
   return undefined;
 }
