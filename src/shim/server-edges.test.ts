@@ -339,6 +339,32 @@ describe('createShim with a vLLM that answers the overflow 500', () => {
   });
 });
 
+describe('createShim with a malformed event', () => {
+  it('passes it on and logs the request with the event, not as a clean 200', async () => {
+    const url = await fakeBackend((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(
+          'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"q","usage":{"input_tokens":3,"output_tokens":0}}}\n\n' +
+            'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"te\n\n' +
+            'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+        );
+      });
+    });
+    const { route, logDir } = await routeTo(url, { backend: 'llama.cpp', servedId: 'q' });
+    const response = await post(route, body({ model: 'q' }));
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('"delta":{"type":"te\n');
+    const [line] = await logLines(route, logDir);
+    expect(line).toMatchObject({
+      status: 200,
+      error: { translated: '1 malformed event(s) passed on as the backend sent them' },
+    });
+    expect(line?.error?.original).toContain('event: content_block_delta');
+  });
+});
+
 describe('requests.jsonl', () => {
   it('has exactly the fields docs/shim.md documents', async () => {
     const { route, logDir } = await withEmulator();

@@ -232,6 +232,26 @@ describe('createSseProcessor', () => {
     expect(p.summary.usage?.input_tokens).toBe(0);
   });
 
+  it('passes a malformed event on as sent and notes it, so the log does not show a clean stream', () => {
+    const body = capturedStream('A12-messages-plain-stream.sse');
+    const cut = body.replace(
+      /(event: content_block_delta\ndata: \{"type":"content_block_delta",)[^\n]*/,
+      '$1"index":0,"delta":{"type":"text_de',
+    );
+    expect(cut).not.toBe(body);
+    for (const size of [5, 65536]) {
+      const p = processor();
+      expect(run(p, cut, size)).toBe(cut);
+      expect(p.summary.malformed).toEqual({
+        count: 1,
+        first: expect.stringContaining('"delta":{"type":"text_de') as unknown,
+      });
+    }
+    const clean = processor();
+    run(clean, body, 65536);
+    expect(clean.summary.malformed).toBeUndefined();
+  });
+
   it('accepts CRLF line ends', () => {
     const body = capturedStream('A12-messages-plain-stream.sse');
     const p = processor();
@@ -257,6 +277,9 @@ describe('countPlainEvents', () => {
     'data: [DONE]\n\n',
     // A name that only starts like a plain one.
     'event: content_block_deltas\ndata: {}\n\n',
+    // Data that is not a JSON object: cut short, or garbage.
+    'event: content_block_delta\ndata: {"type":"content_block_del\n\n',
+    'event: content_block_delta\ndata: <html>502</html>\n\n',
   ])('says %j needs a look', (text) => {
     expect(countPlainEvents(Buffer.from(text))).toBeUndefined();
   });

@@ -36,6 +36,8 @@ export interface StreamSummary {
   repairs: Set<StreamRepair>;
   /** The backend's error event (original data) and what was sent instead. */
   error: { original: string; translated: string } | undefined;
+  /** Events whose data was not the JSON object their name promises, passed on as sent; the first kept. */
+  malformed: { count: number; first: string } | undefined;
 }
 
 export interface SsePush {
@@ -90,14 +92,40 @@ function startsWithAt(data: Buffer, at: number, prefix: Buffer): boolean {
 export function countPlainEvents(complete: Buffer): number | undefined {
   let count = 0;
   for (let at = 0; at < complete.length;) {
-    if (!PLAIN_EVENTS.some((prefix) => startsWithAt(complete, at, prefix))) return undefined;
+    const prefix = PLAIN_EVENTS.find((candidate) => startsWithAt(complete, at, candidate));
+    if (!prefix) return undefined;
     count++;
-    const end = complete.indexOf(SEPARATOR, at);
-    if (end === -1) break;
+    let end = complete.indexOf(SEPARATOR, at);
+    if (end === -1) end = complete.length;
+    // Looks like JSON at both ends, or the slow path reads it whole (and notes it if it is not).
+    if (!looksLikeJsonData(complete, at + prefix.length, end)) return undefined;
     at = end + 2;
   }
   return count;
 }
+
+/** `data: {…}` between `from` and `end` (two byte checks: the hot path cannot afford a parse). */
+function looksLikeJsonData(event: Buffer, from: number, end: number): boolean {
+  let at = from;
+  if (!startsWithAt(event, at, DATA_PREFIX)) return false;
+  at += DATA_PREFIX.length;
+  if (event[at] === 0x20) at++;
+  let last = end - 1;
+  while (last > at && (event[last] === 0x0a || event[last] === 0x0d)) last--;
+  return event[at] === 0x7b && event[last] === 0x7d;
+}
+
+const DATA_PREFIX = Buffer.from('data:');
+
+/** Events that always carry a JSON object: one whose data is not one was cut or garbled by the backend. */
+const JSON_EVENTS = new Set([
+  'message_start',
+  'content_block_start',
+  'content_block_delta',
+  'content_block_stop',
+  'message_delta',
+  'message_stop',
+]);
 
 export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
   let pending: Buffer | undefined;
@@ -111,6 +139,7 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     sawMessageStop: false,
     repairs: new Set(),
     error: undefined,
+    malformed: undefined,
   };
 
   function readUsage(usage: unknown, into: StreamUsage): void {
@@ -210,6 +239,11 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
         ? (summary.repairs.add('drop_done'), null)
         : undefined;
     summary.events++;
+    if (JSON_EVENTS.has(name) && parseJson(eventData(event)) === undefined) {
+      summary.malformed ??= { count: 0, first: event.toString('utf8', 0, 300) };
+      summary.malformed.count++;
+      return undefined;
+    }
     if (name === 'message_start') return messageStart(event);
     if (name === 'error') return errorEvent(eventData(event));
     if (!sawMessageStart && name.startsWith('content_block')) pieces.push(synthesisedStart());

@@ -71,6 +71,12 @@ export function relayStream(exchange: Exchange, upstream: IncomingMessage): Prom
       line.rewrites.push(...summary.repairs);
       if (pinged) line.rewrites.push('keepalive_ping');
       if (summary.error && !line.error) line.error = summary.error;
+      // A 200 whose stream held garbage is not a clean 200 in the log (Claude Code retries such a request).
+      if (summary.malformed && !line.error)
+        line.error = {
+          original: summary.malformed.first,
+          translated: `${summary.malformed.count} malformed event(s) passed on as the backend sent them`,
+        };
       resolve();
     };
 
