@@ -311,7 +311,12 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
         modified = true;
         if (replacement !== null) pieces.push(replacement);
       }
-      if (name === 'error') halted = true;
+      if (name === 'error') {
+        // Nothing after an error event reaches the client, in this chunk or a later one.
+        halted = true;
+        if (position < completeEnd) modified = true;
+        break;
+      }
     }
     if (!modified) return { out: data.subarray(0, completeEnd) };
     return { out: pieces.length > 0 ? Buffer.concat(pieces) : undefined };

@@ -1,0 +1,91 @@
+import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createSseProcessor } from './sse.js';
+
+const SSE = new URL('../../test/fixtures/llama.cpp/', import.meta.url);
+const capture = (name: string): string => {
+  const fixture = JSON.parse(readFileSync(new URL(name, SSE), 'utf8')) as {
+    response: { body_raw: string };
+  };
+  return fixture.response.body_raw;
+};
+const PLAIN = capture('A12-messages-plain-stream.json');
+
+/** Splits `text` at the given cut points (any byte offsets). */
+function split(text: string, cuts: number[]): Buffer[] {
+  const bytes = Buffer.from(text);
+  const points = [...new Set(cuts.map((cut) => cut % (bytes.length + 1)))].sort((a, b) => a - b);
+  const chunks: Buffer[] = [];
+  let from = 0;
+  for (const point of [...points, bytes.length]) {
+    chunks.push(bytes.subarray(from, point));
+    from = point;
+  }
+  return chunks;
+}
+
+function relay(chunks: Buffer[]): {
+  out: string;
+  processor: ReturnType<typeof createSseProcessor>;
+} {
+  const processor = createSseProcessor({ model: 'q', holdLeadingError: () => false });
+  const out: Buffer[] = [];
+  for (const chunk of chunks) {
+    const pushed = processor.push(chunk);
+    if (pushed.out) out.push(pushed.out);
+  }
+  const rest = processor.flush();
+  if (rest) out.push(rest);
+  return { out: Buffer.concat(out).toString(), processor };
+}
+
+const EVENT = fc.oneof(
+  fc.constant(
+    'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}}\n\n',
+  ),
+  fc.constant('event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'),
+  fc.constant('event: ping\ndata: {"type": "ping"}\n\n'),
+  fc.constant(': keepalive\n\n'),
+  fc.constant('data: [DONE]\n\n'),
+  fc.constant(
+    'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}\n\n',
+  ),
+  fc.constant('event: error\ndata: {"code":500,"message":"boom","type":"server_error"}\n\n'),
+  // Garbage a broken backend or proxy could send.
+  fc.string().map((text) => `event: content_block_delta\ndata: ${text}\n\n`),
+  fc.string({ unit: 'binary', maxLength: 40 }),
+);
+
+describe('createSseProcessor under any chunking and any event order (fast-check)', () => {
+  it('passes a recorded stream through byte for byte, however it is split', () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat(), { maxLength: 40 }), (cuts) => {
+        expect(relay(split(PLAIN, cuts)).out).toBe(PLAIN);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('never throws, and gives the same bytes however random events are split', () => {
+    fc.assert(
+      fc.property(
+        fc.array(EVENT, { maxLength: 30 }),
+        fc.array(fc.nat(), { maxLength: 20 }),
+        (events, cuts) => {
+          const stream = events.join('');
+          const whole = relay([Buffer.from(stream)]);
+          const pieces = relay(split(stream, cuts));
+          // A synthesised message_start's id carries the time.
+          const stable = (text: string): string => text.replace(/msg_shim_\w+/g, 'msg_shim_ID');
+          expect(stable(pieces.out)).toBe(stable(whole.out));
+          expect(pieces.processor.summary.events).toBe(whole.processor.summary.events);
+          expect(pieces.processor.summary.malformed?.count).toBe(
+            whole.processor.summary.malformed?.count,
+          );
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+});
