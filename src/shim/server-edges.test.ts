@@ -339,6 +339,23 @@ describe('createShim with a vLLM that answers the overflow 500', () => {
   });
 });
 
+describe('createShim when the backend drops the stream', () => {
+  it('ends the answer with an api_error event Claude Code retries, and logs it', async () => {
+    const { emu, route, logDir } = await withEmulator();
+    emu.injectFaults([{ kind: 'drop', afterEvents: 3 }]);
+    const response = await post(route, body());
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    expect(text).toContain('event: error');
+    expect(text).toContain('backend closed the stream mid-response');
+    const [line] = await logLines(route, logDir);
+    expect(line?.error).toMatchObject({
+      original: 'connection closed',
+      translated: 'backend closed the stream mid-response',
+    });
+  });
+});
+
 describe('createShim with a malformed event', () => {
   it('passes it on and logs the request with the event, not as a clean 200', async () => {
     const url = await fakeBackend((req, res) => {
