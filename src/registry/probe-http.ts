@@ -14,6 +14,8 @@ export type HttpAnswer =
   | { ok: false; failure: FailureKind; code?: string; ms: number };
 
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
+/** The code of a probe answer cut off at its byte cap. */
+export const ANSWER_TOO_LARGE = 'ANSWER_TOO_LARGE';
 
 export interface HttpExchange {
   method: 'GET' | 'POST';
@@ -62,7 +64,11 @@ export function httpExchange(exchange: HttpExchange): Promise<HttpAnswer> {
         let size = 0;
         response.on('data', (chunk: Buffer) => {
           size += chunk.length;
-          if (size > maxBytes) response.destroy(new Error('answer too large'));
+          // Its code reaches failureSentence, which says the answer was over the cap, not that it failed.
+          if (size > maxBytes)
+            response.destroy(
+              Object.assign(new Error(`answer over ${maxBytes} bytes`), { code: ANSWER_TOO_LARGE }),
+            );
           else chunks.push(chunk);
         });
         response.on('error', fail);

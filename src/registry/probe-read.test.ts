@@ -262,6 +262,11 @@ describe('failureSentence', () => {
       'ECONNRESET',
       'the connection to gpu:8080 failed (ECONNRESET) before an answer arrived',
     ],
+    [
+      'error',
+      'ANSWER_TOO_LARGE',
+      'gpu:8080 answered more than the probe reads (8 MB): a model list that large is not a llama-server or vLLM answer; check the URL',
+    ],
   ] as const)(
     'says what a %s failure (%s) means in a plain sentence',
     (failure, code, sentence) => {

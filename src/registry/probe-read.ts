@@ -11,7 +11,7 @@ import {
 } from './backend-responses.js';
 import type { BackendKind } from '../kinds.js';
 import type { FailureKind } from '../connect-errors.js';
-import { parseJson, type HttpAnswer } from './probe-http.js';
+import { ANSWER_TOO_LARGE, parseJson, type HttpAnswer } from './probe-http.js';
 import { maxOf, parsePrometheusText, sumOf, type Exposition } from './prometheus.js';
 
 /** Pure readers of probe answers: what each backend's JSON and metrics say. */
@@ -210,8 +210,9 @@ export function failureSentence(
     case 'timeout':
       return `no answer from ${where} within ${timeoutMs / 1000} s (probe_timeout_s): the host may be down or firewalled, or the server is stuck`;
     case 'error':
-      return code === 'ABORTED'
-        ? 'the probe was cancelled'
-        : `the connection to ${where} failed${code ? ` (${code})` : ''} before an answer arrived`;
+      if (code === 'ABORTED') return 'the probe was cancelled';
+      if (code === ANSWER_TOO_LARGE)
+        return `${where} answered more than the probe reads (8 MB): a model list that large is not a llama-server or vLLM answer; check the URL`;
+      return `the connection to ${where} failed${code ? ` (${code})` : ''} before an answer arrived`;
   }
 }
