@@ -93,13 +93,21 @@ export async function completeOnce(
     throw new LocalAgentsError(
       'ENDPOINT_UNREACHABLE',
       `${ready.endpoint.name} answered HTTP ${answer.status}: ${said}`,
-      {
-        hint: /prompt is too long/.test(said)
-          ? 'shorten the prompt or pick a model with a larger window (list_models)'
-          : 'try again, or check the endpoint with list_models',
-      },
+      { hint: completionHint(answer.status, said) },
     );
   } finally {
     await route.close();
   }
+}
+
+/** What to do about a failed completion, from the status and words the shim already translated. */
+function completionHint(status: number, said: string): string {
+  if (/prompt is too long/.test(said))
+    return 'shorten the prompt or pick a model with a larger window (list_models)';
+  if (status === 401 || status === 403)
+    return 'the endpoint refused the key: see the message for the variable to set (api_key_env)';
+  if (status === 529 || status === 503)
+    return 'the server is loading a model or has no free slot: try again in a moment (list_models shows its state)';
+  if (status === 502) return 'the server is not answering: start it, then try again';
+  return 'try again, or check the endpoint with list_models';
 }

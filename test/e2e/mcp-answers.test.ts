@@ -306,6 +306,19 @@ describe('MCP answers', () => {
     const failed = await callToolRaw(client, 'local_complete', { prompt: 'Say hello.' });
     expect(failed.isError).toBe(true);
     expect(errorText(failed)).toContain('emu answered HTTP 500');
+    // The cause, not a generic guess: a server that is loading says so, with what to do.
+    emulator.injectFaults([
+      {
+        kind: 'status',
+        status: 503,
+        body: { error: { code: 503, message: 'Loading model', type: 'unavailable_error' } },
+        count: 1,
+      },
+    ]);
+    const loading = await callToolRaw(client, 'local_complete', { prompt: 'Say hello.' });
+    expect(loading.isError).toBe(true);
+    expect(errorText(loading)).toContain('Loading model');
+    expect(errorText(loading)).toContain('fix: the server is loading a model or has no free slot');
   });
 
   it('says a llama.cpp KV cache is unified once the traffic proved it, and not before', async () => {
