@@ -13,7 +13,9 @@ export type Fault =
   | { kind: 'sse_error'; afterEvents: number; error?: unknown; count?: number }
   | { kind: 'delay'; ms: number; count?: number }
   | { kind: 'hold'; count?: number }
-  | { kind: 'stall'; afterEvents: number; ms: number; count?: number };
+  | { kind: 'stall'; afterEvents: number; ms: number; count?: number }
+  /** A broken backend or proxy: after K events, one whose JSON is cut short, then the end of the stream. */
+  | { kind: 'malformed'; afterEvents: number; count?: number };
 
 const count = z.number().int().positive().optional();
 const events = z.number().int().nonnegative();
@@ -37,6 +39,7 @@ export const FaultSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('delay'), ms, count }),
   z.object({ kind: z.literal('hold'), count }),
   z.object({ kind: z.literal('stall'), afterEvents: events, ms, count }),
+  z.object({ kind: z.literal('malformed'), afterEvents: events, count }),
 ]);
 
 export const FaultRequestSchema = z.object({ faults: z.array(FaultSchema) });

@@ -83,6 +83,12 @@ export async function playStream(
         return decoded;
       }
       if (fault.kind === 'stall' && !(await pause(fault.ms, signal))) return decoded;
+      if (fault.kind === 'malformed') {
+        res.end(
+          'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_de\n\n',
+        );
+        return decoded;
+      }
     }
     const failure = plan.failure();
     if (failure !== undefined) {

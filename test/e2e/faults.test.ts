@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
 import { callTool, emulatorConfig, startTestApp } from '../support/mcp-client.js';
@@ -34,6 +36,47 @@ async function job(emu: Emulator, afterStart?: () => Promise<void> | void) {
   const done = await callTool(client, 'wait_job', { job_id: id, timeout_s: 100 });
   return { done, seconds: (Date.now() - began) / 1000 };
 }
+
+describe('failures Claude Code retries its way through', () => {
+  it('finishes a job through a malformed event, and logs the request with it', async () => {
+    const emu = await startEmulator();
+    emulators.push(emu);
+    emu.injectFaults([{ kind: 'malformed', afterEvents: 2 }]);
+    const config = emulatorConfig(emu.url);
+    const { client, app } = await startTestApp(config);
+    const started = await callTool(client, 'run_agent', {
+      task: 'Write hello.txt.',
+      cwd: await tempDir(),
+      wait_s: 100,
+    });
+    expect(started.status).toBe('succeeded');
+    const log = await readFile(
+      join(app.store.jobDir(String(started.id)), 'requests.jsonl'),
+      'utf8',
+    );
+    const lines = log
+      .trim()
+      .split('\n')
+      .map((text) => JSON.parse(text) as { error?: { translated?: string } | null });
+    expect(lines.some((line) => line.error?.translated?.includes('malformed event'))).toBe(true);
+  });
+
+  it('waits out a backend that stalls before its answer, and finishes', async () => {
+    const emu = await startEmulator();
+    emulators.push(emu);
+    emu.injectFaults([{ kind: 'delay', ms: 1500 }]);
+    const { client, app } = await startTestApp(emulatorConfig(emu.url));
+    const started = await callTool(client, 'run_agent', {
+      task: 'Write hello.txt.',
+      cwd: await tempDir(),
+      wait_s: 100,
+    });
+    expect(started.status).toBe('succeeded');
+    // Claude Code waits for a head up to API_TIMEOUT_MS, which a job sets to its timeout_s.
+    const record = await app.store.read(String(started.id));
+    expect(record.duration_ms).toBeGreaterThanOrEqual(1500);
+  });
+});
 
 describe('failures said fast and plainly', () => {
   it('ends a job whose key the backend refuses at once, in its words with the fix', async () => {
