@@ -57,6 +57,22 @@ const EVENT = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
 );
 
+describe('createSseProcessor split at every byte boundary', () => {
+  it.each([
+    'A12-messages-plain-stream.json',
+    'A14e-messages-text-and-two-tool-uses-prefill-stream.json',
+  ])('gives %s the same bytes for each of its boundaries as whole', (name) => {
+    const stream = Buffer.from(capture(name));
+    const whole = relay([stream]).out;
+    for (let cut = 0; cut <= stream.length; cut++) {
+      const out = relay([stream.subarray(0, cut), stream.subarray(cut)]).out;
+      if (out !== whole)
+        throw new Error(`split at byte ${cut} of ${stream.length} changed the output`);
+    }
+    expect(whole.length).toBeGreaterThan(0);
+  });
+});
+
 describe('createSseProcessor under any chunking and any event order (fast-check)', () => {
   it('passes a recorded stream through byte for byte, however it is split', () => {
     fc.assert(
