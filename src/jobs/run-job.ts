@@ -119,6 +119,8 @@ interface JobRun {
   backendFailure: BackendFailure | undefined;
   backendWatch: BackendWatch | undefined;
   update(patch: Partial<JobRecord>, persist: 'now' | 'soon'): Promise<void>;
+  /** Drops a progress save still waiting: the final record supersedes it (and nothing writes after it). */
+  cancelPendingSave(): void;
   writeLines(lines: string[]): void;
 }
 
@@ -209,6 +211,10 @@ function openRun(
     },
     writeLines(lines) {
       for (const line of lines) transcriptFile.write(`${line}\n`);
+    },
+    cancelPendingSave() {
+      clearTimeout(saveTimer);
+      saveTimer = undefined;
     },
   };
   return run;
@@ -370,6 +376,7 @@ async function closeLogs(run: JobRun): Promise<void> {
  */
 async function saveFinalRecord(run: JobRun): Promise<void> {
   const { job, deps } = run;
+  run.cancelPendingSave();
   try {
     await deps.store.save(job.record);
     run.saved = true;
