@@ -172,10 +172,8 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     });
   }
 
-  function messageStart(event: Buffer): Buffer | undefined {
+  function messageStart(data: Record<string, unknown>): Buffer | undefined {
     sawMessageStart = true;
-    const data = parseJson(eventData(event));
-    if (!data) return undefined;
     const message = isRecord(data.message) ? data.message : {};
     const usage: StreamUsage = { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0 };
     readUsage(message.usage ?? data.usage, usage);
@@ -196,10 +194,9 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     return frame('message_start', { ...rest, message: fixed });
   }
 
-  function blockStart(event: Buffer): Buffer | undefined {
+  function blockStart(event: Buffer, data: Record<string, unknown>): Buffer | undefined {
     if (event.indexOf('"tool_use"') === -1 || event.indexOf('"input"') !== -1) return undefined;
-    const data = parseJson(eventData(event));
-    if (!data || !isRecord(data.content_block)) return undefined;
+    if (!isRecord(data.content_block)) return undefined;
     summary.repairs.add('repair_tool_input');
     return frame('content_block_start', {
       ...data,
@@ -207,9 +204,7 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     });
   }
 
-  function messageDelta(event: Buffer): void {
-    const data = parseJson(eventData(event));
-    if (!data) return;
+  function messageDelta(data: Record<string, unknown>): void {
     if (isRecord(data.delta) && typeof data.delta.stop_reason === 'string')
       summary.stopReason = data.delta.stop_reason;
     summary.usage ??= { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0 };
@@ -239,16 +234,19 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
         ? (summary.repairs.add('drop_done'), null)
         : undefined;
     summary.events++;
-    if (JSON_EVENTS.has(name) && parseJson(eventData(event)) === undefined) {
+    if (name === 'error') return errorEvent(eventData(event));
+    if (!JSON_EVENTS.has(name)) return undefined;
+    // Parsed once, here: the checks below and the handlers read the same object.
+    const data = parseJson(eventData(event));
+    if (data === undefined) {
       summary.malformed ??= { count: 0, first: event.toString('utf8', 0, 300) };
       summary.malformed.count++;
       return undefined;
     }
-    if (name === 'message_start') return messageStart(event);
-    if (name === 'error') return errorEvent(eventData(event));
+    if (name === 'message_start') return messageStart(data);
     if (!sawMessageStart && name.startsWith('content_block')) pieces.push(synthesisedStart());
-    if (name === 'content_block_start') return blockStart(event);
-    if (name === 'message_delta') messageDelta(event);
+    if (name === 'content_block_start') return blockStart(event, data);
+    if (name === 'message_delta') messageDelta(data);
     else if (name === 'message_stop') summary.sawMessageStop = true;
     return undefined;
   }
