@@ -42,8 +42,8 @@ interface HttpDoor {
   host: string;
   port: number;
   token: string;
-  /** Printed with the address: how to register it, or where the token is. */
-  howToAdd: (url: string) => string;
+  /** Printed with the address: how to register it (`claude mcp add --transport …`), or where the token is. */
+  howToAdd: (transport: 'http' | 'sse', url: string) => string;
 }
 
 /**
@@ -125,7 +125,7 @@ async function serveStreamableHttp(
     (base) => {
       app.noteMcpUrl(`${base}/mcp`);
       context.stderr.write(
-        `localagents: MCP over streamable HTTP at ${base}/mcp\n${door.howToAdd(`${base}/mcp`)}\n`,
+        `localagents: MCP over streamable HTTP at ${base}/mcp\n${door.howToAdd('http', `${base}/mcp`)}\n`,
       );
     },
   );
@@ -174,7 +174,7 @@ async function serveSse(app: App, context: CommandContext, door: HttpDoor): Prom
     (base) => {
       app.noteMcpUrl(`${base}/sse`);
       context.stderr.write(
-        `localagents: MCP over SSE at ${base}/sse\n${door.howToAdd(`${base}/sse`).replace('--transport http', '--transport sse')}\n`,
+        `localagents: MCP over SSE at ${base}/sse\n${door.howToAdd('sse', `${base}/sse`)}\n`,
       );
     },
   );
@@ -283,10 +283,10 @@ async function openDoor(
     host,
     port,
     token,
-    howToAdd: (url) =>
+    howToAdd: (transport, url) =>
       created
-        ? `localagents: add it to Claude Code with (the token is in ${file}, 0600):\n  claude mcp add --transport http local ${url} --header "Authorization: Bearer ${token}"`
-        : `localagents: its bearer token is in ${file}: claude mcp add --transport http local ${url} --header "Authorization: Bearer $(cat ${shellQuote(file)})"`,
+        ? `localagents: add it to Claude Code with (the token is in ${file}, 0600):\n  claude mcp add --transport ${transport} local ${url} --header "Authorization: Bearer ${token}"`
+        : `localagents: its bearer token is in ${file}: claude mcp add --transport ${transport} local ${url} --header "Authorization: Bearer $(cat ${shellQuote(file)})"`,
   };
 }
 

@@ -118,6 +118,7 @@ interface JobRun {
   /** Why the backend watch ended the job early, if it did. */
   backendFailure: BackendFailure | undefined;
   backendWatch: BackendWatch | undefined;
+  /** Never rejects: a record that cannot be written stops the job (writeFailure, termination). */
   update(patch: Partial<JobRecord>, persist: 'now' | 'soon'): Promise<void>;
   /** Drops a progress save still waiting: the final record supersedes it (and nothing writes after it). */
   cancelPendingSave(): void;
@@ -247,9 +248,8 @@ async function start(run: JobRun): Promise<AsyncGenerator<unknown, void, undefin
   // Taken while claude starts (≥ 0.5 s before its first request), so it costs the job no time.
   run.metricsBefore = fetchMetrics(ready.endpoint.base_url, ready.apiKey);
   // Not awaited: saves keep their order, and claude's start (≥ 0.5 s) need not wait for the disk.
-  run
-    .update({ status: 'running', started_at: run.startedAt.toISOString() }, 'now')
-    .catch((error: unknown) => deps.diagnostics.warn(`job ${id}: ${describeError(error)}`));
+  // update() never rejects: a failed write stops the job itself (writeFailure).
+  void run.update({ status: 'running', started_at: run.startedAt.toISOString() }, 'now');
   run.writeLines([
     formatStartLine({
       jobId: id,

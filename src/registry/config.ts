@@ -91,13 +91,11 @@ async function readLayer(
 
 function unreadable(file: string, error: unknown): ParsedLayer {
   const code = (error as NodeJS.ErrnoException).code ?? 'error';
-  const issue: ConfigIssue = {
+  return refused(
     file,
-    path: '',
-    message: `cannot read the file (${code})`,
-    fix: 'check that it is a readable file, not a directory',
-  };
-  return { file, errors: [issue], warnings: [], lineOf: () => undefined };
+    `cannot read the file (${code})`,
+    'check that it is a readable file, not a directory',
+  );
 }
 
 // A file named with --config or LOCALAGENTS_CONFIG that is not there is most likely a typo.
