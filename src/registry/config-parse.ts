@@ -161,17 +161,14 @@ export function foreignShape(value: unknown): string | undefined {
  * YAML) left out with a warning, so another tool's file of the same name never breaks the configuration.
  */
 export function parseProjectLayer(text: string, file: string): ParsedLayer {
-  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
-  let why: string | undefined;
-  try {
-    why =
-      doc.errors.length > 0
-        ? 'it is not valid YAML'
-        : foreignShape(doc.toJS({ maxAliasCount: MAX_ALIASES }) ?? undefined);
-  } catch {
-    why = 'it expands into too many YAML aliases';
-  }
-  if (why === undefined) return parseLayer(text, file);
+  const read = readDocument(text);
+  const why =
+    read.doc.errors.length > 0
+      ? 'it is not valid YAML'
+      : read.aliasError !== undefined
+        ? 'it expands into too many YAML aliases'
+        : foreignShape(read.value ?? undefined);
+  if (why === undefined) return layerOf(read, file);
   return {
     file,
     errors: [],
@@ -191,9 +188,36 @@ export function parseProjectLayer(text: string, file: string): ParsedLayer {
 /** Alias expansions a models.yaml may use; an alias bomb needs millions. */
 const MAX_ALIASES = 100;
 
-export function parseLayer(text: string, file: string): ParsedLayer {
+/** One YAML text, parsed once: the document (for line numbers) and its value, or why there is none. */
+interface ReadDocument {
+  doc: Document;
+  counter: LineCounter;
+  /** `toJS()` as it came (null for an empty document); absent when there are YAML errors or too many aliases. */
+  value?: unknown;
+  /** The yaml library's refusal of an alias bomb. */
+  aliasError?: string;
+}
+
+function readDocument(text: string): ReadDocument {
   const counter = new LineCounter();
   const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) return { doc, counter };
+  try {
+    // The yaml library refuses an alias bomb ("billion laughs") here, past MAX_ALIASES expansions.
+    return { doc, counter, value: doc.toJS({ maxAliasCount: MAX_ALIASES }) as unknown };
+  } catch (error) {
+    return { doc, counter, aliasError: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+export function parseLayer(text: string, file: string): ParsedLayer {
+  return layerOf(readDocument(text), file);
+}
+
+function layerOf(
+  { doc, counter, value: read, aliasError }: ReadDocument,
+  file: string,
+): ParsedLayer {
   const lineOf = (path: readonly PropertyKey[]): number | undefined => locate(doc, counter, path);
   const yamlIssue = (error: { message: string; pos: [number, number] }): ConfigIssue => ({
     file,
@@ -205,18 +229,14 @@ export function parseLayer(text: string, file: string): ParsedLayer {
   if (doc.errors.length > 0) {
     return { file, errors: doc.errors.map(yamlIssue), warnings: [], lineOf };
   }
-  let value: unknown;
-  try {
-    // The yaml library refuses an alias bomb ("billion laughs") here, past MAX_ALIASES expansions.
-    value = doc.toJS({ maxAliasCount: MAX_ALIASES }) ?? {};
-  } catch (error) {
+  if (aliasError !== undefined) {
     return {
       file,
       errors: [
         {
           file,
           path: '',
-          message: `too many YAML aliases (${error instanceof Error ? error.message : String(error)})`,
+          message: `too many YAML aliases (${aliasError})`,
           fix: 'write the values out instead of repeating anchors (*alias) that expand into more aliases',
         },
       ],
@@ -224,6 +244,7 @@ export function parseLayer(text: string, file: string): ParsedLayer {
       lineOf,
     };
   }
+  const value = read ?? {};
   const parsed = LayerSchema.safeParse(value, { reportInput: true });
   const warnings = unknownKeyWarnings(file, value, lineOf);
   if (!parsed.success) {
