@@ -4,19 +4,21 @@
  */
 
 /** What serves an endpoint; `other` is detected by the probe. */
-export const BACKEND_KINDS = ['llama.cpp', 'vllm', 'other'] as const;
+export const BACKEND_KINDS = ['llama.cpp', 'vllm', 'ollama', 'lmstudio', 'other'] as const;
 export type BackendKind = (typeof BACKEND_KINDS)[number];
 
 /**
  * The `backend:` spellings models.yaml accepts: ours, the Python original's (`llamacpp`, `ollama`) and common
- * variants, case and separators aside. `ollama` is probed like `other` until Ollama gets probes of its own.
+ * variants, case and separators aside.
  */
 const BACKEND_SPELLINGS: Readonly<Record<string, BackendKind>> = {
   llamacpp: 'llama.cpp',
   llamaserver: 'llama.cpp',
   vllm: 'vllm',
   other: 'other',
-  ollama: 'other',
+  ollama: 'ollama',
+  lmstudio: 'lmstudio',
+  lms: 'lmstudio',
 };
 
 /** A `backend:` value with case and separators aside, as BACKEND_SPELLINGS keys it. */
@@ -50,3 +52,10 @@ export type SettingSource = (typeof SETTING_SOURCES)[number];
 /** Which of the user's MCP servers a delegate gets: all but localagents itself, or none. */
 export const DELEGATE_MCP_MODES = ['inherit', 'none'] as const;
 export type DelegateMcp = (typeof DELEGATE_MCP_MODES)[number];
+
+/**
+ * Where a job's window came from: the server's report, models.yaml's `context`, the window an unloaded Ollama
+ * model will get from its Modelfile's num_ctx, or nothing.
+ */
+export const CONTEXT_SOURCES = ['probe', 'menu', 'predicted', 'unknown'] as const;
+export type ContextSource = (typeof CONTEXT_SOURCES)[number];

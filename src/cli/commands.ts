@@ -13,26 +13,36 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'emulate',
     summary:
-      'run the llama.cpp / vLLM backend emulator (tests, demo, trying the setup without a GPU)',
+      'run the llama.cpp / vLLM / Ollama / LM Studio backend emulator (tests, demo, trying the setup without a GPU)',
     usage: `localagents emulate [options]
 
-Starts an HTTP server that behaves like llama-server or vLLM, with a scripted model.
+Starts an HTTP server that behaves like llama-server, vLLM, Ollama or LM Studio, with a scripted model.
 Prints its base URL (http://HOST:PORT) as the first line on stdout once it listens.
 
 Options:
-  --backend llama.cpp|vllm   personality (default llama.cpp)
+  --backend B                llama.cpp (default), vllm, ollama or lmstudio
   --host H                   listen address (default 127.0.0.1)
   --port N                   port, 0 picks a free one (default 8080)
-  --n-ctx N                  total context like llama-server -c (default 32768; vLLM: max_model_len)
-  --n-ctx-train N            the model's training context, caps the per-slot window (default 32768)
-  --parallel N               slots like --parallel (default: 4, unified KV)
+  --n-ctx N                  total context like llama-server -c (default 32768; vLLM: max_model_len;
+                             Ollama/LM Studio: the window of a loaded model)
+  --n-ctx-train N            the model's training context, caps the per-slot window (default 32768;
+                             Ollama/LM Studio: 262144)
+  --parallel N               slots like --parallel (default: 4, unified KV; Ollama 1; LM Studio 4)
   --kv-unified               share the KV cells between slots
   --metrics                  enable /metrics (llama.cpp: 501 without it; vLLM always has it)
   --no-slots                 llama.cpp: disable /slots (501) like llama-server --no-slots
-  --api-key K                require the key on guarded routes
+  --api-key K                require the key on guarded routes (LM Studio: every route; Ollama: ignored)
   --strict-template          reject mid-conversation system messages (default on for llama.cpp)
   --no-strict-template       accept them
-  --served-name NAME         model id (repeatable for vLLM; llama.cpp: --alias)
+  --served-name NAME         model id (repeatable for vLLM; llama.cpp: --alias; Ollama: pulled names;
+                             LM Studio: downloaded keys)
+  --loaded NAME              Ollama/LM Studio: loaded at start (repeatable; default all; '' for none)
+  --num-ctx-param N          Ollama: Modelfile PARAMETER num_ctx (shown by /api/show)
+  --no-context-shift         Ollama: deepseek2-like, an oversize prompt gets a 400 instead of truncation
+  --ollama-version V         Ollama: /api/version and the truncation rule (default 0.32.15)
+  --jit-load-ms N            Ollama/LM Studio: a request for a model not loaded loads it in N ms
+  --jit-context N            Ollama/LM Studio: the window of a JIT-loaded model (LM Studio default 4096)
+  --lmstudio-old-wording     LM Studio: the 0.3.x overflow wording
   --enable-auto-tool-choice  vLLM: accept tool requests (without it, like vLLM, they get a 400)
   --lora NAME[=BASE]         vLLM: list a LoRA card (repeatable)
   --old-context-wording      vLLM: the older "'max_tokens' … is too large" 400 wording
@@ -193,13 +203,14 @@ processes: the server that runs the job records the cancel.`,
     name: 'demo',
     summary:
       'the whole pipeline on the emulator: real claude, a temp git repo, a worktree job, its record',
-    usage: `localagents demo [--keep]
+    usage: `localagents demo [--backend llama.cpp|vllm|ollama|lmstudio] [--keep]
 
 Starts the backend emulator (a scripted model), makes a temporary git repository, runs a worktree
 job through the real claude binary with live progress, and prints the job record, a transcript
 excerpt, the request-log summary and the diffstat. Needs no GPU and no network.
 
 Options:
+  --backend K  the server the emulator plays: llama.cpp (default), vllm, ollama or lmstudio
   --keep       keep the temporary directory (repository, worktree, state) and print its path
   -h, --help   this help`,
     load: async () => (await import('./demo.js')).runDemo,

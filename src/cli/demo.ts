@@ -3,11 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApp } from '../app.js';
 import { createDiagnostics } from '../diagnostics.js';
-import { startEmulator } from '../emulator/emulator.js';
+import { startEmulator, type EmulatorOptions } from '../emulator/emulator.js';
+import type { Dialect } from '../emulator/message-format.js';
+import { LocalAgentsError } from '../errors.js';
 import { runGit } from '../jobs/git.js';
 import type { JobRecord } from '../jobs/job.js';
 import { filesChanged } from '../jobs/record.js';
 import { JOB_FILES } from '../jobs/store.js';
+import { backendKindOf } from '../kinds.js';
 import { configPaths } from '../registry/config.js';
 import { parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
 import { describeBackend, renderJob, renderProgress } from './render-jobs.js';
@@ -45,24 +48,48 @@ function section(context: CommandContext, title: string, body: string): void {
   );
 }
 
+/** The servers the demo can play, each started as a user would start it for Claude Code. */
+const DEMO_BACKENDS: Record<Dialect, { label: string; options: EmulatorOptions }> = {
+  'llama.cpp': { label: 'llama-server', options: { metrics: true } },
+  // vLLM needs --enable-auto-tool-choice for Claude Code's tools (docs/backends.md).
+  vllm: { label: 'vLLM', options: { toolChoice: true } },
+  ollama: { label: 'Ollama', options: {} },
+  lmstudio: { label: 'LM Studio', options: {} },
+};
+
+function demoBackend(value: string | undefined): Dialect {
+  const kind = value === undefined ? 'llama.cpp' : backendKindOf(value);
+  if (kind === undefined || kind === 'other')
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      `localagents demo: --backend must be llama.cpp, vllm, ollama or lmstudio (got "${value ?? ''}")`,
+    );
+  return kind;
+}
+
 /** `localagents demo`: the whole pipeline on the emulator, in a temp dir, in well under a minute. */
 export const runDemo: CommandRun = async (context) => {
-  const { values } = parseCommandArgs('demo', context.args, { keep: { type: 'boolean' } });
+  const { values } = parseCommandArgs('demo', context.args, {
+    keep: { type: 'boolean' },
+    backend: { type: 'string' },
+  });
+  const backend = demoBackend(values.backend);
+  const played = DEMO_BACKENDS[backend];
   const started = Date.now();
   context.stdout.write(
-    'localagents demo: the model is a scripted emulator (llama-server look-alike, no GPU, no network,\n' +
+    `localagents demo: the model is a scripted emulator (${played.label} look-alike, no GPU, no network,\n` +
       `emulated speed ${1000 / DEMO_SPEED.prefillMsPerToken} prompt / ${DEMO_SPEED.decodeTokensPerSecond} generated tokens per second);\n` +
       'everything else is real: the claude binary, the shim, the job runner, git worktrees and the records.\n',
   );
   const root = await mkdtemp(join(tmpdir(), 'localagents-demo-'));
-  const emulator = await startEmulator({ metrics: true, latency: DEMO_SPEED });
+  const emulator = await startEmulator({ ...played.options, backend, latency: DEMO_SPEED });
   try {
     const repo = await makeRepo(root);
     const stateDir = join(root, 'state');
     const configFile = join(root, 'models.yaml');
     await writeFile(
       configFile,
-      `defaults:\n  timeout_s: 120\nendpoints:\n  emulator:\n    base_url: ${emulator.url}\n    backend: llama.cpp\n    host: this machine (scripted emulator)\n`,
+      `defaults:\n  timeout_s: 120\nendpoints:\n  emulator:\n    base_url: ${emulator.url}\n    backend: ${backend}\n    host: this machine (scripted emulator)\n`,
     );
     // A private HOME for claude: nothing of the user's Claude Code settings or history is read or written.
     const env = {

@@ -22,6 +22,13 @@ const OPTIONS = {
   'enable-auto-tool-choice': { type: 'boolean' },
   'old-context-wording': { type: 'boolean' },
   'context-error-500': { type: 'boolean' },
+  loaded: { type: 'string', multiple: true },
+  'num-ctx-param': { type: 'string' },
+  'no-context-shift': { type: 'boolean' },
+  'ollama-version': { type: 'string' },
+  'lmstudio-old-wording': { type: 'boolean' },
+  'jit-load-ms': { type: 'string' },
+  'jit-context': { type: 'string' },
   speculative: { type: 'string' },
   script: { type: 'string' },
   'loading-ms': { type: 'string' },
@@ -76,15 +83,22 @@ function speculativeFlag(value: string): { numSpeculativeTokens: number; accepta
   return { numSpeculativeTokens: k ?? 1, acceptanceRate: rate };
 }
 
+const BACKENDS = ['llama.cpp', 'vllm', 'ollama', 'lmstudio'] as const;
+type EmulatedBackend = (typeof BACKENDS)[number];
+
+function backendFlag(value: string | undefined): EmulatedBackend {
+  const backend = value ?? 'llama.cpp';
+  const known = BACKENDS.find((candidate) => candidate === backend);
+  if (known) return known;
+  throw new LocalAgentsError(
+    'BAD_ARGUMENT',
+    `localagents emulate: --backend must be llama.cpp, vllm, ollama or lmstudio (got "${backend}")`,
+  );
+}
+
 export const runEmulate: CommandRun = async (context) => {
   const { values } = parseCommandArgs('emulate', context.args, OPTIONS);
-  const backend = values.backend ?? 'llama.cpp';
-  if (backend !== 'llama.cpp' && backend !== 'vllm') {
-    throw new LocalAgentsError(
-      'BAD_ARGUMENT',
-      `localagents emulate: --backend must be llama.cpp or vllm (got "${backend}")`,
-    );
-  }
+  const backend = backendFlag(values.backend);
   const optional = (name: string, value: string | undefined): number | undefined =>
     value === undefined ? undefined : integerFlag('emulate', name, value, 0);
   const options: EmulatorOptions = {
@@ -124,6 +138,17 @@ export const runEmulate: CommandRun = async (context) => {
     });
   }
   if (values.script !== undefined) options.script = await loadScript(values.script);
+  // `--loaded ''` alone: nothing loaded at start.
+  if (values.loaded) options.loadedNames = values.loaded.filter((name) => name !== '');
+  const numCtxParameter = optional('num-ctx-param', values['num-ctx-param']);
+  if (numCtxParameter !== undefined) options.numCtxParameter = numCtxParameter;
+  if (values['no-context-shift']) options.contextShift = false;
+  if (values['ollama-version'] !== undefined) options.ollamaVersion = values['ollama-version'];
+  if (values['lmstudio-old-wording']) options.lmstudioOldWording = true;
+  const jitLoadMs = optional('jit-load-ms', values['jit-load-ms']);
+  if (jitLoadMs !== undefined) options.jitLoadMs = jitLoadMs;
+  const jitContext = optional('jit-context', values['jit-context']);
+  if (jitContext !== undefined) options.jitContext = jitContext;
   const loadingMs = optional('loading-ms', values['loading-ms']);
   if (loadingMs !== undefined) options.loadingMs = loadingMs;
   const faults = faultFlags(values.fault ?? []);

@@ -25,7 +25,9 @@ export function renderJobTable(records: JobRecord[], now: Date = new Date()): st
 export function describeBackend(figures: BackendFigures): string[] {
   const lines = [
     `requests: ${figures.requests} (${figures.failed_requests} failed)`,
-    `prompt tokens: ${figures.prompt_tokens}, cached ${figures.cached_tokens}${figures.cache_hit_rate === null ? '' : ` (cache hit rate ${Math.round(figures.cache_hit_rate * 100)}%)`}`,
+    figures.cache_reported === false
+      ? `prompt tokens: ${figures.prompt_tokens}, cache: not reported by the backend`
+      : `prompt tokens: ${figures.prompt_tokens}, cached ${figures.cached_tokens}${figures.cache_hit_rate === null ? '' : ` (cache hit rate ${Math.round(figures.cache_hit_rate * 100)}%)`}`,
     `generated tokens: ${figures.generated_tokens}`,
     `prefix: ${figures.prefix_extends} prompts extended the previous one, ${figures.prefix_breaks} changed it`,
     `rewrites: ${

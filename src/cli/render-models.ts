@@ -38,6 +38,18 @@ function endpointJson(probe: EndpointProbe): Record<string, unknown> {
         }
       : {}),
     ...(probe.vllm ? { vllm: probe.vllm } : {}),
+    ...(probe.capacity ? { capacity: probe.capacity } : {}),
+    ...(probe.installed
+      ? {
+          installed: probe.installed.map((model) => ({
+            id: model.id,
+            state: model.state,
+            context: model.context ?? null,
+            trained: model.trained ?? null,
+            note: model.note,
+          })),
+        }
+      : {}),
     metrics: probe.metrics,
     latency_ms: probe.latency_ms,
     ...(probe.warnings ? { warnings: probe.warnings } : {}),
@@ -77,21 +89,34 @@ function load(probe: EndpointProbe): string {
         : `, kv ${Math.round(probe.vllm.kvCacheUsage * 100)}%`;
     return `${probe.vllm.running} running, ${probe.vllm.waiting} waiting${kv}`;
   }
+  if (probe.capacity)
+    return `${probe.capacity.total} parallel${probe.capacity.source === 'backend' ? '' : ` (${probe.capacity.source === 'config' ? 'max_concurrent' : 'assumed'})`}`;
   return '-';
 }
 
 function endpointRows(probe: EndpointProbe): string[][] {
   const state = probe.up ? `up ${probe.latency_ms} ms` : `down: ${probe.status}`;
   const metrics = probe.metrics ? 'yes' : 'no';
-  const ids = probe.models.length > 0 ? probe.models : ['-'];
-  return ids.map((id, index) => {
+  const rows: { id: string; window: string }[] = probe.models.map((id) => {
     const tokens = probe.context[id];
-    const window =
-      tokens === undefined ? '-' : `${tokens}${tokens < COMFORTABLE_CONTEXT_TOKENS ? '*' : ''}`;
-    return index === 0
-      ? [probe.name, state, probe.backend, id, window, load(probe), metrics]
-      : ['', '', '', id, window, '', ''];
+    return {
+      id,
+      window:
+        tokens === undefined ? '-' : `${tokens}${tokens < COMFORTABLE_CONTEXT_TOKENS ? '*' : ''}`,
+    };
   });
+  // Installed but not loaded (Ollama, LM Studio): listed, marked, with the window it will load with if known.
+  for (const model of probe.installed ?? [])
+    rows.push({
+      id: `${model.id} (${model.state === 'loading' ? 'loading' : 'not loaded'})`,
+      window: model.context === undefined ? '?' : `${model.context} when loaded`,
+    });
+  if (rows.length === 0) rows.push({ id: '-', window: '-' });
+  return rows.map(({ id, window }, index) =>
+    index === 0
+      ? [probe.name, state, probe.backend, id, window, load(probe), metrics]
+      : ['', '', '', id, window, '', ''],
+  );
 }
 
 export function renderModels(snapshot: RegistrySnapshot): string {
@@ -122,13 +147,15 @@ export function renderModels(snapshot: RegistrySnapshot): string {
     const menu = snapshot.models.map((entry) => [
       entry.name,
       (entry.running
-        ? `running on ${entry.endpoint ?? '?'} as ${entry.served_as ?? '?'}`
-        : entry.candidates
-          ? `ambiguous: ${entry.candidates.map((c) => `${c.served_model} on ${c.endpoint}`).join(', ')}`
-          : `not running${entry.host ? ` (host ${entry.host})` : ''}`) +
+        ? `running on ${entry.endpoint ?? '?'} as ${entry.served_as ?? '?'}${entry.available ? '' : ', window too small'}`
+        : entry.loaded === false
+          ? `installed on ${entry.endpoint ?? '?'} as ${entry.served_as ?? '?'}, not loaded${entry.context === undefined ? ' (window unknown until loaded)' : ` (loads with ${entry.context})`}`
+          : entry.candidates
+            ? `ambiguous: ${entry.candidates.map((c) => `${c.served_model} on ${c.endpoint}`).join(', ')}`
+            : `not running${entry.host ? ` (host ${entry.host})` : ''}`) +
         (entry.context === undefined
           ? ''
-          : entry.running && entry.context_source !== 'menu'
+          : (entry.running || entry.loaded === false) && entry.context_source !== 'menu'
             ? ''
             : `, window ${entry.context} (set by context in models.yaml)`),
       entry.notes ?? '',

@@ -1,28 +1,21 @@
 /**
- * One generation, shared by both personalities: faults, latency knobs, a slot lease, the scripted
+ * One generation, shared by every personality: faults, latency knobs, a slot lease, the scripted
  * reply, then a JSON body or a progressively written SSE stream. Client aborts stop generation and
  * free the slot; nothing here blocks the event loop (pacing uses timers only when a knob is set).
+ * What differs per server is in dialect-rules.ts and the formatters.
  */
-import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import {
-  LLAMA_KV_EXHAUSTED,
-  llamaContextError,
-  llamaErrorForStatus,
-  vllmContextError,
-  vllmError,
-} from './errors.js';
+import { dialectRules, type DialectRules } from './dialect-rules.js';
+import { LLAMA_KV_EXHAUSTED, ollamaError } from './errors.js';
 import type { Fault } from './faults.js';
-import { generate, randomId, type Generation } from './generate.js';
+import { generate, type Generation } from './generate.js';
 import { sendJson, startSse } from './http.js';
 import { recordCompletion } from './metrics.js';
 import { messageEvents, messageJson, type MessageInfo } from './message-format.js';
-import { isThinkingEnabled } from './render.js';
-import { chooseReply } from './script.js';
-import { errorEventText, pause, playStream } from './sse.js';
+import { ollamaEvents, ollamaMessageJson, ollamaSse } from './ollama-format.js';
+import { chooseReply, type ScriptedReply } from './script.js';
+import { errorEventText, pause, playStream, type StreamPlan } from './sse.js';
 import type { EmulatorState, RecordedRequest } from './state.js';
-
-const uuidHex = (): string => randomUUID().replaceAll('-', '');
 
 export interface CompletionRequest {
   body: Record<string, unknown>;
@@ -31,32 +24,18 @@ export interface CompletionRequest {
   maxTokens: number;
   model: string;
   record: RecordedRequest;
-}
-
-const LLAMA_STREAM_ERROR = {
-  code: 500,
-  message: 'The model produced output that does not match the expected peg-native format',
-  type: 'server_error',
-};
-
-function defaultStreamError(state: EmulatorState): unknown {
-  return state.backend === 'vllm'
-    ? { type: 'error', error: { type: 'internal_error', message: 'Internal Server Error' } }
-    : LLAMA_STREAM_ERROR;
-}
-
-function overflowBody(
-  state: EmulatorState,
-  request: CompletionRequest,
-): { status: number; body: unknown } {
-  if (state.backend === 'llama.cpp')
-    return { status: 400, body: llamaContextError(request.tokens.length, state.window) };
-  return vllmContextError(state, state.window, request.tokens.length, request.maxTokens);
+  /** The window of the model that answers (default: state.window). */
+  window?: number;
+  /** Ollama: message_start's len/4 estimate of the request. */
+  estimatedInputTokens?: number;
+  /** Instead of the script's turn (Ollama's model after it lost its truncated prompt). */
+  reply?: ScriptedReply;
 }
 
 /** Applies a fault that answers before generation; true when the request is done. */
 async function applyEarlyFault(
   state: EmulatorState,
+  rules: DialectRules,
   res: ServerResponse,
   request: CompletionRequest,
   fault: Fault | undefined,
@@ -65,11 +44,12 @@ async function applyEarlyFault(
   if (!fault) return false;
   const dialect = state.backend;
   if (fault.kind === 'status') {
-    sendJson(res, dialect, fault.status, fault.body ?? defaultStatusBody(state, fault.status));
+    sendJson(res, dialect, fault.status, fault.body ?? rules.statusBody(fault.status));
     return true;
   }
   if (fault.kind === 'context_overflow') {
-    const { status, body } = overflowBody(state, request);
+    const window = request.window ?? state.window;
+    const { status, body } = rules.overflow(window, request.tokens.length, request.maxTokens);
     sendJson(res, dialect, status, body);
     return true;
   }
@@ -82,17 +62,34 @@ async function applyEarlyFault(
   return false;
 }
 
-function defaultStatusBody(state: EmulatorState, status: number): unknown {
-  if (state.backend === 'llama.cpp') return llamaErrorForStatus(status);
-  const types: Record<number, string> = {
-    400: 'BadRequestError',
-    404: 'NotFoundError',
-    429: 'RateLimitError',
+/** Ollama's 500 for a runner error: the message goes into its envelope. */
+function ollamaFailure(error: unknown): unknown {
+  return ollamaError(500, typeof error === 'string' ? error : JSON.stringify(error));
+}
+
+/** How the dialect streams: its events, their text, when the head goes out, how an error ends it. */
+function streamShape(
+  state: EmulatorState,
+  res: ServerResponse,
+  info: MessageInfo,
+  generation: Generation,
+): Pick<StreamPlan, 'events' | 'start' | 'format' | 'endWithError'> {
+  const dialect = state.backend;
+  if (dialect !== 'ollama') {
+    startSse(res, dialect);
+    return { events: messageEvents(info, generation, dialect) };
+  }
+  return {
+    events: ollamaEvents(info, generation),
+    start: () => startSse(res, 'ollama'),
+    format: ollamaSse,
+    // An error before the first chunk is plain JSON; after it, the NDJSON error line decodes into
+    // no event at all, so the stream just ends (no message_delta, no message_stop).
+    endWithError: (error, started) => {
+      if (started) res.end();
+      else sendJson(res, 'ollama', 500, ollamaFailure(error));
+    },
   };
-  return vllmError(
-    types[status] ?? 'InternalServerError',
-    status === 503 ? 'Service Unavailable' : 'Internal Server Error',
-  );
 }
 
 export async function runCompletion(
@@ -103,7 +100,8 @@ export async function runCompletion(
   signal: AbortSignal,
 ): Promise<void> {
   const dialect = state.backend;
-  if (await applyEarlyFault(state, res, request, fault, signal)) return;
+  const rules = dialectRules(state);
+  if (await applyEarlyFault(state, rules, res, request, fault, signal)) return;
   if (!(await pause(state.latency.ttfbMs, signal))) return;
   const acquired = await state.pool.acquire(
     request.tokens,
@@ -122,22 +120,24 @@ export async function runCompletion(
   lease.onExhausted(() => (exhausted = true));
   const promptTokens = request.tokens.length;
   request.record.cachedTokens = lease.cachedTokens;
-  const room = dialect === 'llama.cpp' ? state.window - promptTokens : request.maxTokens;
-  const thinking = dialect === 'vllm' || isThinkingEnabled(request.body);
+  const window = request.window ?? state.window;
+  const room = rules.room(window, promptTokens, request.maxTokens);
   const generation: Generation = generate(
-    chooseReply(request.body, state.script, state.plainReply),
+    request.reply ?? chooseReply(request.body, state.script, state.plainReply),
     {
       maxOutputTokens: Math.min(request.maxTokens, room),
-      thinking,
-      toolId: () => (dialect === 'vllm' ? `chatcmpl-tool-${uuidHex()}` : randomId()),
+      thinking: rules.thinking(request.body),
+      toolId: rules.toolId,
     },
   );
   const info: MessageInfo = {
-    // vLLM: `chatcmpl-{random_uuid()}` (uuid4 hex); llama.cpp: 32 alphanumerics.
-    id: dialect === 'vllm' ? `chatcmpl-${uuidHex()}` : `chatcmpl-${randomId()}`,
+    id: rules.messageId(),
     model: request.model,
     promptTokens,
     cachedTokens: lease.cachedTokens,
+    ...(request.estimatedInputTokens === undefined
+      ? {}
+      : { estimatedInputTokens: request.estimatedInputTokens }),
   };
   const { prefillMsPerToken, decodeTokensPerSecond } = state.latency;
   const prefillMs = (promptTokens - lease.cachedTokens) * prefillMsPerToken;
@@ -148,13 +148,12 @@ export async function runCompletion(
   let outputTokens = 0;
   try {
     if (request.stream) {
-      startSse(res, dialect);
-      const plan = {
-        events: messageEvents(info, generation, dialect),
+      const plan: StreamPlan = {
+        ...streamShape(state, res, info, generation),
         fault,
         prefillMs,
         msPerToken,
-        defaultError: defaultStreamError(state),
+        defaultError: rules.streamError,
         failure: () => (exhausted ? LLAMA_KV_EXHAUSTED.error : undefined),
         onDecoded: (tokens: number) => lease.setDecoded(tokens),
       };
@@ -165,10 +164,18 @@ export async function runCompletion(
         return;
       if (exhausted) return sendJson(res, dialect, 500, LLAMA_KV_EXHAUSTED);
       if (fault?.kind === 'sse_error') {
-        return sendJson(res, dialect, 500, fault.error ?? { error: LLAMA_STREAM_ERROR });
+        const body =
+          dialect === 'ollama' && fault.error !== undefined
+            ? ollamaFailure(fault.error)
+            : (fault.error ?? rules.failedBody);
+        return sendJson(res, dialect, 500, body);
       }
       outputTokens = generation.outputTokens;
-      sendJson(res, dialect, 200, messageJson(info, generation, dialect));
+      const body =
+        dialect === 'ollama'
+          ? ollamaMessageJson(info, generation)
+          : messageJson(info, generation, dialect);
+      sendJson(res, dialect, 200, body);
     }
   } finally {
     lease.release();

@@ -1,8 +1,10 @@
 /**
  * Error bodies exactly as the captured servers send them. llama-server: `{"error":{code,message,type}}`
  * (HTTP-layer errors order the keys message, type, code); vLLM: Anthropic-shaped handler errors with
- * vLLM's class-style types, `{"error":"Unauthorized"}` from its auth middleware.
+ * vLLM's class-style types, `{"error":"Unauthorized"}` from its auth middleware. Ollama: `anthropic.NewError`
+ * with a `request_id` (ollama-lmstudio.md §2); LM Studio: the Anthropic envelope (§6).
  */
+import { randomBytes } from 'node:crypto';
 import type { TemplateFailure } from './render.js';
 
 export interface LlamaError {
@@ -163,4 +165,95 @@ export function vllmValidationError(message: string): {
   error: { message: string; type: string; param: null; code: number };
 } {
   return { error: { message, type: 'Bad Request', param: null, code: 400 } };
+}
+
+/** Ollama's status → Anthropic error type table (`anthropic.NewError`, reference §2). */
+export function ollamaErrorType(status: number): string {
+  const types: Record<number, string> = {
+    400: 'invalid_request_error',
+    401: 'authentication_error',
+    403: 'permission_error',
+    404: 'not_found_error',
+    429: 'rate_limit_error',
+    503: 'overloaded_error',
+    529: 'overloaded_error',
+  };
+  return types[status] ?? 'api_error';
+}
+
+export interface OllamaError {
+  type: 'error';
+  error: { type: string; message: string };
+  request_id: string;
+}
+
+/** `{"type":"error","error":{type,message},"request_id":"req_<24 hex>"}`. */
+export function ollamaError(status: number, message: string): OllamaError {
+  return {
+    type: 'error',
+    error: { type: ollamaErrorType(status), message },
+    request_id: `req_${randomBytes(12).toString('hex')}`,
+  };
+}
+
+/** ErrMaxQueue (OLLAMA_MAX_QUEUE exceeded); the two spaces are Ollama's. */
+export const OLLAMA_BUSY = 'server busy, please try again.  maximum pending requests exceeded';
+/** v0.30.11+ with context shift off (deepseek2): a prompt over num_ctx − 1 tokens. */
+export const OLLAMA_PROMPT_TOO_LONG =
+  'the prompt is longer than the context length currently available to the model; shorten the prompt, adjust the context length in settings, or use a model with a longer context length';
+/** The qwen3.8 renderer up to v0.32.13 (ollama#17774), answered 500 by ChatHandler. */
+export const OLLAMA_MID_SYSTEM = 'system message must be at the beginning';
+/** An error the runner reports mid-generation [inferred: the runner's usual wording]. */
+export const OLLAMA_RUNNER_ERROR =
+  'an error was encountered while running the model: unexpected EOF';
+
+/** The default body of a `status` fault on Ollama: the busy message for 503, else the status text. */
+export function ollamaErrorForStatus(status: number): OllamaError {
+  const texts: Record<number, string> = {
+    400: 'Bad Request',
+    401: 'Unauthorized',
+    403: 'Forbidden',
+    404: 'Not Found',
+    429: 'Too Many Requests',
+    500: 'Internal Server Error',
+    502: 'Bad Gateway',
+    503: OLLAMA_BUSY,
+    504: 'Gateway Timeout',
+  };
+  return ollamaError(status, texts[status] ?? 'Internal Server Error');
+}
+
+export interface AnthropicError {
+  type: 'error';
+  error: { type: string; message: string };
+}
+
+export function lmstudioError(type: string, message: string): AnthropicError {
+  return { type: 'error', error: { type, message } };
+}
+
+/**
+ * The overflow message (openclaude#353, LM Studio 0.4.x): n_keep is the whole prompt, n_ctx the loaded
+ * window. `old` is the 0.3.x wording.
+ */
+export function lmstudioContextMessage(promptTokens: number, nCtx: number, old: boolean): string {
+  return old
+    ? `Trying to keep the first ${promptTokens} tokens when context the overflows. However, the model is loaded with context length of only ${nCtx} tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input`
+    : `The number of tokens to keep from the initial prompt is greater than the context length (n_keep: ${promptTokens}>= n_ctx: ${nCtx}). Try to load the model with a larger context length, or provide a shorter input.`;
+}
+
+/** A `status` fault's default body on LM Studio: the Anthropic type for the status [inferred]. */
+export function lmstudioErrorForStatus(status: number): AnthropicError {
+  const types: Record<number, string> = {
+    400: 'invalid_request_error',
+    401: 'authentication_error',
+    403: 'permission_error',
+    404: 'not_found_error',
+    429: 'rate_limit_error',
+    503: 'overloaded_error',
+  };
+  return lmstudioError(
+    types[status] ?? 'api_error',
+    status === 503 ? 'Overloaded' : 'Internal Server Error',
+  );
 }

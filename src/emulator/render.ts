@@ -16,13 +16,18 @@ export type RenderResult =
 export interface RenderOptions {
   /** Qwen template guard: a system message that is not the first message raises. */
   strictTemplate: boolean;
+  /**
+   * Default true (the Qwen3.5 Jinja template): no user query or an unknown role raises. Ollama's Go
+   * renderers and LM Studio's engine render such a conversation as it is.
+   */
+  strictRoles?: boolean;
 }
 
-interface ToolCall {
+export interface ToolCall {
   name: string;
   input: unknown;
 }
-interface ChatMessage {
+export interface ChatMessage {
   role: string;
   content: string;
   reasoning: string;
@@ -120,7 +125,7 @@ function renderToolCalls(content: string, calls: ToolCall[]): string {
   return text;
 }
 
-function lastQueryIndex(messages: ChatMessage[]): number {
+function lastQueryIndex(messages: readonly ChatMessage[]): number {
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const message = messages[index];
     if (message?.role !== 'user') continue;
@@ -133,8 +138,18 @@ function lastQueryIndex(messages: ChatMessage[]): number {
 
 /** The prompt text for `body`, or the template exception the Qwen template would raise. */
 export function renderPrompt(body: Record<string, unknown>, options: RenderOptions): RenderResult {
-  const messages = toChatMessages(body);
-  if (messages.length === 0) return { kind: 'error', failure: { kind: 'no-messages' } };
+  return renderChatMessages(toChatMessages(body), body, options);
+}
+
+/** Renders chat messages already converted from `body` (whose tools and thinking switch apply). */
+export function renderChatMessages(
+  messages: readonly ChatMessage[],
+  body: Record<string, unknown>,
+  options: RenderOptions,
+): RenderResult {
+  const strictRoles = options.strictRoles ?? true;
+  if (messages.length === 0 && strictRoles)
+    return { kind: 'error', failure: { kind: 'no-messages' } };
   const tools = Array.isArray(body.tools) && body.tools.length > 0 ? body.tools : undefined;
   const first = messages[0];
   let text = '';
@@ -142,7 +157,7 @@ export function renderPrompt(body: Record<string, unknown>, options: RenderOptio
   else if (first?.role === 'system')
     text += `<|im_start|>system\n${first.content.trim()}<|im_end|>\n`;
   const lastQuery = lastQueryIndex(messages);
-  if (lastQuery < 0) return { kind: 'error', failure: { kind: 'no-user-query' } };
+  if (lastQuery < 0 && strictRoles) return { kind: 'error', failure: { kind: 'no-user-query' } };
   for (const [index, message] of messages.entries()) {
     const content = message.content.trim();
     if (message.role === 'system') {
@@ -162,8 +177,10 @@ export function renderPrompt(body: Record<string, unknown>, options: RenderOptio
       if (messages[index - 1]?.role !== 'tool') text += '<|im_start|>user';
       text += `\n<tool_response>\n${content}\n</tool_response>`;
       if (messages[index + 1]?.role !== 'tool') text += '<|im_end|>\n';
-    } else {
+    } else if (strictRoles) {
       return { kind: 'error', failure: { kind: 'bad-role', role: message.role } };
+    } else {
+      text += `<|im_start|>${message.role}\n${content}<|im_end|>\n`;
     }
   }
   text += `<|im_start|>assistant\n${isThinkingEnabled(body) ? '<think>\n' : '<think>\n\n</think>\n\n'}`;

@@ -58,6 +58,13 @@ export const DEFAULT_SCRIPT: readonly ScriptTurn[] = [
 /** The reply to a request without tools (Claude Code's title request, plain chat). */
 export const DEFAULT_PLAIN_REPLY: ScriptTurn = { text: 'Hello from the emulator.' };
 
+/**
+ * What the model answers once Ollama silently truncated its prompt (ollama-lmstudio.md §2 "Overflow"):
+ * the system prompt and tool definitions at the front are gone, so it no longer knows its task or its
+ * tools and writes plain text. A shim that lets such a request through hands this to Claude Code.
+ */
+export const TRUNCATED_PROMPT_REPLY: ScriptTurn = { text: 'I am not sure what you want me to do.' };
+
 export async function loadScript(path: string): Promise<ScriptTurn[]> {
   let raw: string;
   try {
@@ -88,7 +95,9 @@ export async function loadScript(path: string): Promise<ScriptTurn[]> {
   return parsed.data;
 }
 
-export type ScriptedReply = ScriptTurn & { kind: 'turn' | 'compaction' | 'title' | 'final' };
+export type ScriptedReply = ScriptTurn & {
+  kind: 'turn' | 'compaction' | 'title' | 'final' | 'truncated';
+};
 
 const MARKER = /\[emulator: (\d+) scripted turns done\]/;
 const CWD = /Primary working directory: ([^\n]+)/;

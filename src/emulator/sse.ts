@@ -28,6 +28,18 @@ export function errorEventText(error: unknown): string {
 export interface StreamPlan {
   events: SseEvent[];
   fault: Fault | undefined;
+  /**
+   * Writes the response head, called right before the first byte. Absent: the head went out already
+   * (llama.cpp, vLLM, LM Studio); Ollama writes it together with the first token.
+   */
+  start?: () => void;
+  /** One event's text (default: JSON as JavaScript writes it). */
+  format?: (event: SseEvent) => string;
+  /**
+   * Ends the stream for an `sse_error` fault; `started` tells whether any byte went out. Default: an
+   * `event: error` with the fault's (or the default) error.
+   */
+  endWithError?: (error: unknown, started: boolean) => void;
   /** Before the first event (message_start goes out with the first token). */
   prefillMs: number;
   msPerToken: number;
@@ -45,10 +57,20 @@ export async function playStream(
   signal: AbortSignal,
 ): Promise<number> {
   const { fault } = plan;
+  const format = plan.format ?? formatSse;
   let pending = '';
   let decoded = 0;
+  let started = plan.start === undefined;
+  const begin = (): void => {
+    if (started) return;
+    started = true;
+    plan.start?.();
+  };
   const flush = (): void => {
-    if (pending && !res.destroyed) res.write(pending);
+    if (pending && !res.destroyed) {
+      begin();
+      res.write(pending);
+    }
     pending = '';
   };
   // One HTTP chunk per token needs one write per token to reach the socket before the next: Node 24
@@ -57,6 +79,7 @@ export async function playStream(
     const text = pending;
     pending = '';
     if (!text || res.destroyed) return Promise.resolve();
+    begin();
     return new Promise((resolve) => {
       // Written, or the client is gone: either way the next token may go.
       const done = (): void => {
@@ -71,19 +94,24 @@ export async function playStream(
     if (fault && 'afterEvents' in fault && fault.afterEvents === index) {
       if (fault.kind === 'drop') {
         // Let the events already produced reach the socket, then cut it.
-        await new Promise<void>((resolve) =>
-          pending ? res.write(pending, () => resolve()) : resolve(),
-        );
+        await new Promise<void>((resolve) => {
+          if (!pending) return resolve();
+          begin();
+          res.write(pending, () => resolve());
+        });
         res.destroy();
         return decoded;
       }
       flush();
       if (fault.kind === 'sse_error') {
-        res.end(errorEventText(fault.error ?? plan.defaultError));
+        const error = fault.error ?? plan.defaultError;
+        if (plan.endWithError) plan.endWithError(error, started);
+        else res.end(errorEventText(error));
         return decoded;
       }
       if (fault.kind === 'stall' && !(await pause(fault.ms, signal))) return decoded;
       if (fault.kind === 'malformed') {
+        begin();
         res.end(
           'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_de\n\n',
         );
@@ -93,6 +121,7 @@ export async function playStream(
     const failure = plan.failure();
     if (failure !== undefined) {
       flush();
+      begin();
       res.end(errorEventText(failure));
       return decoded;
     }
@@ -101,13 +130,14 @@ export async function playStream(
     if (signal.aborted || res.destroyed) return decoded;
     decoded += event.tokens;
     plan.onDecoded(decoded);
-    pending += formatSse(event);
+    pending += format(event);
     // llama-server writes one chunk per generated token, holding what that token produced: the
     // first also carries message_start and the block start, a later one the next block's start;
     // the closing events follow in one last chunk (A49's raw socket capture).
     if (event.tokens > 0) await flushToken();
   }
   flush();
+  begin();
   res.end();
   return decoded;
 }

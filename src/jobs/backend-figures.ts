@@ -1,3 +1,4 @@
+import type { BackendKind } from '../kinds.js';
 import { probeGet } from '../registry/probe-http.js';
 import { parsePrometheusText } from '../registry/prometheus.js';
 import type { RouteStats } from '../shim/route.js';
@@ -99,6 +100,11 @@ function othersUsedServer(speeds: MetricsSpeeds, ownGenerated: number): boolean 
   return speeds.generatedTokens !== null && speeds.generatedTokens > ownGenerated * 1.1 + 32;
 }
 
+/** Whether a backend of this kind can have a Prometheus /metrics at all (Ollama and LM Studio have none). */
+export function hasMetrics(backend: BackendKind): boolean {
+  return backend !== 'ollama' && backend !== 'lmstudio';
+}
+
 /**
  * GET <base>/metrics within timeoutMs, through the registry's prober (node:http: fetch refuses the Fetch
  * spec's "bad ports", where a backend may listen); undefined when the backend does not expose it
@@ -143,7 +149,9 @@ export function computeBackendFigures(input: FiguresInput): BackendFigures {
     generation_tokens_per_s: null,
     speed_scope: 'unavailable',
   };
-  if (figures.prompt_tokens > 0) {
+  // A backend that reports no cache figures (Ollama) has no rate, not a rate of 0 %.
+  if (input.stats.requests > 0 && input.stats.cacheReports === 0) figures.cache_reported = false;
+  else if (figures.prompt_tokens > 0) {
     figures.cache_hit_rate =
       Math.round((figures.cached_tokens / figures.prompt_tokens) * 1000) / 1000;
   }
@@ -165,7 +173,9 @@ export function computeBackendFigures(input: FiguresInput): BackendFigures {
 export function describeFigures(figures: BackendFigures): string {
   const parts = [
     `${figures.requests} requests`,
-    `${figures.prompt_tokens} prompt tokens (${figures.cached_tokens} cached${figures.cache_hit_rate === null ? '' : `, ${Math.round(figures.cache_hit_rate * 100)}%`})`,
+    figures.cache_reported === false
+      ? `${figures.prompt_tokens} prompt tokens (cache: not reported)`
+      : `${figures.prompt_tokens} prompt tokens (${figures.cached_tokens} cached${figures.cache_hit_rate === null ? '' : `, ${Math.round(figures.cache_hit_rate * 100)}%`})`,
     `${figures.generated_tokens} generated`,
   ];
   if (figures.prompt_tokens_per_s !== null)

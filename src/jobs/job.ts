@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { PERMISSION_MODES, type PermissionMode } from '../kinds.js';
+import { CONTEXT_SOURCES, PERMISSION_MODES, type PermissionMode } from '../kinds.js';
 
 export const JOB_STATUSES = [
   'queued',
@@ -70,6 +70,8 @@ export const backendFiguresSchema = z.object({
   prompt_tokens: z.number(),
   cached_tokens: z.number(),
   cache_hit_rate: z.number().nullable(),
+  /** false: the backend reports no cache figures (Ollama), so cached_tokens 0 means nothing. */
+  cache_reported: z.literal(false).optional(),
   generated_tokens: z.number(),
   rewrites: z.record(z.string(), z.number()),
   /** Prompts that extended the previous prompt of their conversation (the KV cache could be reused). */
@@ -134,7 +136,7 @@ export const jobRecordSchema = z.object({
   endpoint: z.string().nullable(),
   base_url: z.string().nullable(),
   context_tokens: z.number().nullable(),
-  context_source: z.enum(['probe', 'menu', 'unknown']).nullable(),
+  context_source: z.enum(CONTEXT_SOURCES).nullable(),
   cwd: z.string(),
   run_cwd: z.string(),
   isolation: z.enum(['none', 'worktree']),

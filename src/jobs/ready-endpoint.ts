@@ -1,4 +1,4 @@
-import type { BackendKind, PermissionMode } from '../kinds.js';
+import type { BackendKind, ContextSource, PermissionMode } from '../kinds.js';
 import type { ReadyResolution } from '../registry/resolve.js';
 import type { RouteConfig } from '../shim/route.js';
 
@@ -16,7 +16,7 @@ export interface ReadyEndpoint {
   apiKeyEnv?: string | undefined;
   /** The per-request window; undefined when nothing (probe or menu) says it. */
   contextTokens: number | undefined;
-  contextSource: 'probe' | 'menu' | 'unknown';
+  contextSource: ContextSource;
   apiKey?: string | undefined;
   /** The menu entry's own settings for sessions on this model (over defaults; a tool argument still wins). */
   modelSettings?: ModelSettings | undefined;
@@ -34,7 +34,8 @@ export function readyEndpoint(resolution: ReadyResolution): ReadyEndpoint & { wa
   return {
     endpoint: resolution.endpoint,
     servedId: resolution.servedId,
-    servedIds: resolution.probe.models,
+    // An installed model is named as it is too (Ollama and LM Studio load it on its first request).
+    servedIds: [...resolution.probe.models, ...(resolution.probe.installed ?? []).map((m) => m.id)],
     apiKey: resolution.apiKey,
     apiKeyEnv: resolution.endpoint.api_key_env,
     contextTokens: resolution.contextTokens,

@@ -10,6 +10,7 @@ import {
   computeBackendFigures,
   describeFigures,
   fetchMetrics,
+  hasMetrics,
   type MetricsSnapshot,
 } from './backend-figures.js';
 import { watchCancelRequest } from './cancel-request.js';
@@ -245,8 +246,11 @@ async function start(run: JobRun): Promise<AsyncGenerator<unknown, void, undefin
     }),
   );
   run.route = route;
-  // Taken while claude starts (≥ 0.5 s before its first request), so it costs the job no time.
-  run.metricsBefore = fetchMetrics(ready.endpoint.base_url, ready.apiKey);
+  // Taken while claude starts (≥ 0.5 s before its first request), so it costs the job no time. Ollama and LM
+  // Studio have no /metrics (docs/backends.md): not asked.
+  run.metricsBefore = hasMetrics(ready.endpoint.backend)
+    ? fetchMetrics(ready.endpoint.base_url, ready.apiKey)
+    : Promise.resolve(undefined);
   // Not awaited: saves keep their order, and claude's start (≥ 0.5 s) need not wait for the disk.
   // update() never rejects: a failed write stops the job itself (writeFailure).
   void run.update({ status: 'running', started_at: run.startedAt.toISOString() }, 'now');

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The parts of llama-server and vLLM probe answers we read. Loose objects: both servers add
+ * The parts of llama-server, vLLM, Ollama and LM Studio probe answers we read. Loose objects: both servers add
  * fields over time (docs/reference/backends.md §1.2, §2.9–2.11), and unknown ones must not fail a probe.
  */
 
@@ -57,3 +57,75 @@ export type ModelCard = z.output<typeof ModelCardSchema>;
 export type ModelList = z.output<typeof ModelListSchema>;
 export type Props = z.output<typeof PropsSchema>;
 export type Slots = z.output<typeof SlotsSchema>;
+
+/** Ollama `/api/ps`: the loaded models, each with the window a request gets now (ollama-lmstudio.md §3). */
+export const OllamaPsSchema = z.looseObject({
+  models: z
+    .array(
+      z.looseObject({
+        name: z.string(),
+        model: z.string().optional(),
+        context_length: windowField,
+      }),
+    )
+    .nullish(),
+});
+
+/** Ollama `/api/tags`: what is installed; `details.context_length` is the trained length (v0.30+). */
+export const OllamaTagsSchema = z.looseObject({
+  models: z
+    .array(
+      z.looseObject({
+        name: z.string(),
+        model: z.string().optional(),
+        details: z.looseObject({ context_length: z.unknown().optional() }).nullish(),
+      }),
+    )
+    .nullish(),
+});
+
+/** Ollama `POST /api/show`: the Modelfile's parameters (text lines) and the GGUF keys. */
+export const OllamaShowSchema = z.looseObject({
+  parameters: z.string().nullish(),
+  model_info: z.record(z.string(), z.unknown()).nullish(),
+});
+
+/** LM Studio `GET /api/v1/models` (0.4+): each loaded instance's window and parallel predictions. */
+export const LmStudioV1Schema = z.looseObject({
+  models: z.array(
+    z.looseObject({
+      key: z.string(),
+      type: z.string().optional(),
+      max_context_length: z.unknown().optional(),
+      loaded_instances: z
+        .array(
+          z.looseObject({
+            id: z.string(),
+            config: z
+              .looseObject({ context_length: windowField, parallel: z.unknown().optional() })
+              .nullish(),
+          }),
+        )
+        .nullish(),
+    }),
+  ),
+});
+
+/** LM Studio `GET /api/v0/models` (0.3.6+): state loaded / not-loaded / loading and the loaded window. */
+export const LmStudioV0Schema = z.looseObject({
+  data: z.array(
+    z.looseObject({
+      id: z.string(),
+      type: z.string().optional(),
+      state: z.string(),
+      max_context_length: z.unknown().optional(),
+      loaded_context_length: windowField,
+    }),
+  ),
+});
+
+export type OllamaPs = z.output<typeof OllamaPsSchema>;
+export type OllamaTags = z.output<typeof OllamaTagsSchema>;
+export type OllamaShow = z.output<typeof OllamaShowSchema>;
+export type LmStudioV1 = z.output<typeof LmStudioV1Schema>;
+export type LmStudioV0 = z.output<typeof LmStudioV0Schema>;

@@ -32,5 +32,21 @@ export function dumpRequestsFromEnv(env: Record<string, string | undefined>): bo
   return env.LOCALAGENTS_DUMP_REQUESTS === '1' || env.LOCALAGENTS_DUMP_REQUESTS === 'true';
 }
 
+/**
+ * Claude Code's first request with its default tools, in tokens: about 42 kB of system prompt and tool schemas
+ * (test/fixtures/claude-code/first-turn-request.json), about 10.5k tokens at 4 bytes a token.
+ */
+export const CLAUDE_CODE_FIXED_PROMPT_TOKENS = 10_500;
+
+/**
+ * No job starts on a smaller window: below it the answer is a bring-up request, not a doomed job. Measured with
+ * the real claude (and the output budget session-env sets): at 18432 tokens it ends in "Autocompact is
+ * thrashing" before any work, at 19456 a job runs; the fixed prompt alone is about half of that.
+ */
+export const MIN_JOB_CONTEXT_TOKENS = 20_480;
+
+/** A window to suggest when one must be raised: what Ollama's docs recommend for coding tools. */
+export const SUGGESTED_CONTEXT_TOKENS = 65_536;
+
 /** Below this many tokens, Claude Code's fixed prompt plus compaction thrash (about 128k). */
 export const COMFORTABLE_CONTEXT_TOKENS = 128_000;

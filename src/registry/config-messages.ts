@@ -38,7 +38,7 @@ const FIELD_HELP: Record<string, FieldHelp> = {
     fix: 'write the scheme, host and port of the server, without /v1',
   },
   'endpoints.*.backend': {
-    expect: 'one of llama.cpp, vllm, ollama, other',
+    expect: 'one of llama.cpp, vllm, ollama, lmstudio, other',
     fix: 'use other to have the backend detected',
   },
   'endpoints.*.host': { expect: 'text naming the machine, such as workstation' },
@@ -46,6 +46,10 @@ const FIELD_HELP: Record<string, FieldHelp> = {
   'endpoints.*.api_key_env': {
     expect: 'the name of an environment variable such as LLAMA_API_KEY',
     fix: 'put the key itself in that variable (export LLAMA_API_KEY=…), never in models.yaml',
+  },
+  'endpoints.*.max_concurrent': {
+    expect: 'a whole number of parallel requests of at least 1, such as 2',
+    fix: "set it to the server's parallel setting (Ollama: OLLAMA_NUM_PARALLEL)",
   },
   'endpoints.*.env': { expect: 'a mapping of environment variable names to values' },
   'endpoints.*.env.*': { expect: 'a text value' },

@@ -1,5 +1,5 @@
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
-import { backendKindOf, backendSpelling } from '../kinds.js';
+import { backendKindOf } from '../kinds.js';
 import { describeIssue, formatPath, suggestKey } from './config-messages.js';
 import { KNOWN_KEYS, LayerSchema, type Layer } from './config-schema.js';
 import type { ConfigIssue } from './config-types.js';
@@ -97,7 +97,7 @@ function unknownKeyWarnings(
 
 /**
  * A `backend:` spelling no kind matches is probed as `other` (its kind detected) with a warning, never an
- * invalid configuration; `ollama` is accepted and said to be probed like `other` for now.
+ * invalid configuration.
  */
 function backendWarnings(file: string, layer: Layer, lineOf: ParsedLayer['lineOf']): ConfigIssue[] {
   return Object.entries(layer.endpoints ?? {}).flatMap(([name, endpoint]) => {
@@ -110,15 +110,7 @@ function backendWarnings(file: string, layer: Layer, lineOf: ParsedLayer['lineOf
         {
           ...where,
           message: `unknown backend "${value}"; probed as other (its kind is detected)`,
-          fix: 'write one of llama.cpp, vllm, ollama, other',
-        },
-      ];
-    if (backendSpelling(value) === 'ollama')
-      return [
-        {
-          ...where,
-          message:
-            'ollama is probed like other for now: served ids from /v1/models, and no window unless a menu entry gives its context',
+          fix: 'write one of llama.cpp, vllm, ollama, lmstudio, other',
         },
       ];
     return [];

@@ -66,6 +66,7 @@ function normaliseEndpoint(
   if (value.host !== undefined) endpoint.host = value.host;
   if (value.notes !== undefined) endpoint.notes = value.notes;
   if (value.api_key_env !== undefined) endpoint.api_key_env = value.api_key_env;
+  if (value.max_concurrent !== undefined) endpoint.max_concurrent = value.max_concurrent;
   return endpoint;
 }
 

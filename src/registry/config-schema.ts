@@ -44,6 +44,7 @@ export const EndpointSchema = z.object({
   host: text.optional(),
   notes: text.optional(),
   api_key_env: envName.optional(),
+  max_concurrent: z.number().int().min(1).optional(),
   env: z.record(envName, envValue).optional(),
 });
 

@@ -26,6 +26,8 @@ export interface EndpointConfig {
   host?: string;
   notes?: string;
   api_key_env?: string;
+  /** Parallel requests the server takes, when it cannot tell (Ollama), or a cap below what it tells. */
+  max_concurrent?: number;
   env: Record<string, string>;
 }
 

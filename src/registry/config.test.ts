@@ -65,7 +65,7 @@ describe('parseLayer', () => {
       ---
       models.yaml:2 endpoints.gpu: expected a mapping with at least base_url, such as {base_url: http://127.0.0.1:8080}
       ---
-      models.yaml:4 endpoints.gpu.backend: expected one of llama.cpp, vllm, ollama, other
+      models.yaml:4 endpoints.gpu.backend: expected one of llama.cpp, vllm, ollama, lmstudio, other
         fix: use other to have the backend detected
       ---
       models.yaml:4 endpoints.gpu.api_key_env: expected the name of an environment variable such as LLAMA_API_KEY
@@ -151,7 +151,7 @@ describe('parseLayer', () => {
       warning: models.yaml:4 endpoints.gpu.baseurl: unknown key, ignored
         fix: did you mean base_url?
       warning: models.yaml:7 endpoints.cpu.colour: unknown key, ignored
-        fix: known keys here: base_url, backend, host, notes, api_key_env, env
+        fix: known keys here: base_url, backend, host, notes, api_key_env, max_concurrent, env
       warning: models.yaml:8 model: unknown key, ignored
         fix: did you mean models?
       ---
@@ -171,6 +171,7 @@ describe('parseLayer', () => {
         ['e', 'ollama'],
         ['f', 'tgi'],
         ['g', 'other'],
+        ['h', 'LM Studio'],
       ].map(
         ([name, backend]) => `  ${name}:\n    base_url: http://${name}:1\n    backend: ${backend}`,
       ),
@@ -184,14 +185,14 @@ describe('parseLayer', () => {
       'llama.cpp',
       'llama.cpp',
       'vllm',
+      'ollama',
       'other',
       'other',
-      'other',
+      'lmstudio',
     ]);
     expect(render(yaml)).toMatchInlineSnapshot(`
-      "warning: models.yaml:16 endpoints.e.backend: ollama is probed like other for now: served ids from /v1/models, and no window unless a menu entry gives its context
-      warning: models.yaml:19 endpoints.f.backend: unknown backend "tgi"; probed as other (its kind is detected)
-        fix: write one of llama.cpp, vllm, ollama, other"
+      "warning: models.yaml:19 endpoints.f.backend: unknown backend "tgi"; probed as other (its kind is detected)
+        fix: write one of llama.cpp, vllm, ollama, lmstudio, other"
     `);
   });
 

@@ -94,7 +94,7 @@ const MAX_SANE_WINDOW = 100_000_000;
  * A window field as a number of tokens; undefined when absent or null, and `problems` gets a line naming the
  * field when the value is one no window can be (negative, 0, a fraction, 1e308, a string).
  */
-function windowOf(value: unknown, field: string, problems: string[]): number | undefined {
+export function windowOf(value: unknown, field: string, problems: string[]): number | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'number' && Number.isInteger(value) && value > 0 && value <= MAX_SANE_WINDOW)
     return value;
@@ -215,4 +215,27 @@ export function failureSentence(
         return `${where} answered more than the probe reads (8 MB): a model list that large is not a llama-server or vLLM answer; check the URL`;
       return `the connection to ${where} failed${code ? ` (${code})` : ''} before an answer arrived`;
   }
+}
+
+/** A model the server has but has not loaded: it answers nothing until someone loads it (nothing here does). */
+export interface InstalledModel {
+  id: string;
+  /** LM Studio says when a load is under way. */
+  state: 'not_loaded' | 'loading';
+  /** The window it will get when it loads, when that can be known (an Ollama Modelfile's num_ctx). */
+  context?: number;
+  /** The model's trained length: no window can be larger. */
+  trained?: number;
+  /** One sentence: what its window will be once loaded, or what decides it. */
+  note: string;
+}
+
+/** What a server that loads models on demand (Ollama, LM Studio) has now: loaded, with windows, and installed. */
+export interface LoadedModels {
+  models: string[];
+  context: Record<string, number>;
+  installed: InstalledModel[];
+  /** Parallel requests the loaded models take together, when the server tells (LM Studio). */
+  parallel?: number;
+  problems: string[];
 }

@@ -1,4 +1,5 @@
 import type { Diagnostics } from '../diagnostics.js';
+import type { ContextSource } from '../kinds.js';
 import { builtinDefaults, dumpRequestsFromEnv } from './config-defaults.js';
 import { formatConfigIssue } from './config-messages.js';
 import { createConfigCache, loadRegistryConfig } from './config.js';
@@ -11,9 +12,8 @@ import type {
 } from './config-types.js';
 import { probeAll, type EndpointProbe } from './probe.js';
 import {
-  choose,
-  effectiveContext,
-  findHits,
+  assessHit,
+  chooseHit,
   resolveModel,
   type Resolution,
   type ResolveRequest,
@@ -36,7 +36,16 @@ export interface MenuStatus {
   served_as?: string;
   /** The window a job would get (the menu's rules applied), or the menu's own while it is not running. */
   context?: number;
-  context_source?: 'probe' | 'menu';
+  context_source?: ContextSource;
+  /**
+   * Ollama and LM Studio: false when the server has the model installed but not loaded (`available` then says
+   * whether a job could still start on it: only when the window it will load with is known and large enough).
+   */
+  loaded?: boolean;
+  /** What the window will be once an unloaded model loads, or what decides it. */
+  context_note?: string;
+  /** Why a job would not start on it although a server has it (a window too small, or unknown until loaded). */
+  reason?: string;
   /** Relayed only while it is not running. */
   bring_up?: string;
   /** The name fits several served ids: which ones (nothing is picked). */
@@ -84,7 +93,7 @@ export function menuStatus(config: RegistryConfig, probes: EndpointProbe[]): Men
     if (entry.notes !== undefined) status.notes = entry.notes;
     if (entry.host !== undefined) status.host = entry.host;
     if (entry.tags !== undefined) status.tags = entry.tags;
-    const choice = choose(findHits(probes, entry.name, entry), entry);
+    const choice = chooseHit(probes, entry.name, entry);
     if (choice.kind !== 'hit') {
       if (entry.context !== undefined) Object.assign(status, { context: entry.context });
       if (entry.bring_up !== undefined) status.bring_up = entry.bring_up;
@@ -92,19 +101,24 @@ export function menuStatus(config: RegistryConfig, probes: EndpointProbe[]): Men
       return status;
     }
     const { hit } = choice;
-    const context = effectiveContext(hit.probe.context[hit.servedId], entry, {
-      endpoint: hit.probe.name,
-      servedId: hit.servedId,
-    });
+    const { context, refusal } = assessHit(hit, entry);
     Object.assign(status, {
-      available: true,
-      running: true,
+      available: refusal === undefined,
+      running: hit.installed === undefined,
       endpoint: hit.probe.name,
       served_model: hit.servedId,
       served_as: hit.servedId,
     });
+    if (hit.installed) {
+      status.loaded = false;
+      status.context_note = hit.installed.note;
+    } else if (hit.probe.installed !== undefined) status.loaded = true;
     if (context.tokens !== undefined)
       Object.assign(status, { context: context.tokens, context_source: context.source });
+    if (refusal !== undefined) {
+      status.reason = refusal;
+      if (entry.bring_up !== undefined) status.bring_up = entry.bring_up;
+    }
     return status;
   });
 }

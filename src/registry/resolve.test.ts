@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { choose, effectiveContext, type Hit } from './resolve.js';
+import { builtinDefaults } from './config-defaults.js';
+import { choose, effectiveContext, resolveModel, type Hit } from './resolve.js';
 import type { EndpointProbe } from './probe.js';
 
 const where = { endpoint: 'box', servedId: 'coder' };
@@ -84,5 +85,97 @@ describe('choose', () => {
         undefined,
       ),
     ).toMatchObject({ kind: 'hit', hit: { servedId: 'coder' } });
+  });
+});
+
+function localProbe(
+  backend: EndpointProbe['backend'],
+  loaded: Record<string, number>,
+  installed: EndpointProbe['installed'] = [],
+): EndpointProbe {
+  return {
+    name: backend === 'ollama' ? 'laptop' : 'studio',
+    base_url: 'http://127.0.0.1:1',
+    backend,
+    up: true,
+    status: 'ok',
+    models: Object.keys(loaded),
+    context: loaded,
+    installed,
+    metrics: false,
+    latency_ms: 1,
+  };
+}
+
+function configWith(probe: EndpointProbe) {
+  return {
+    ok: true as const,
+    warnings: [],
+    config: {
+      defaults: builtinDefaults(),
+      endpoints: [{ name: probe.name, base_url: probe.base_url, backend: probe.backend, env: {} }],
+      models: [],
+      files: [],
+    },
+  };
+}
+
+describe('resolveModel on servers that load models on demand (issue: Ollama and LM Studio)', () => {
+  it('answers a window too small like a model that is not running, with the numbers and the fix', () => {
+    const probe = localProbe('ollama', { 'qwen3-coder:30b': 4096 });
+    const answer = resolveModel(configWith(probe), [probe], { model: 'qwen3-coder' });
+    expect(answer.kind).toBe('unavailable');
+    expect(answer.kind === 'unavailable' && answer.message).toContain(
+      'qwen3-coder:30b on laptop has a 4096-token window, too small for Claude Code: its fixed prompt alone is about 10500 tokens, and a job needs at least 20480. Ask the user to give it a window of at least 65536: restart Ollama with OLLAMA_CONTEXT_LENGTH=65536',
+    );
+  });
+
+  it('tells LM Studio users to reload with a larger context length', () => {
+    const probe = localProbe('lmstudio', { 'qwen/qwen3-coder-30b': 4096 });
+    const answer = resolveModel(configWith(probe), [probe], { model: 'qwen3-coder' });
+    expect(answer.kind === 'unavailable' && answer.message).toContain(
+      '`lms load qwen/qwen3-coder-30b --context-length 65536`',
+    );
+  });
+
+  it('runs an installed model whose load window is known from its Modelfile, warning that it loads first', () => {
+    const probe = localProbe('ollama', {}, [
+      { id: 'devstral:24b', state: 'not_loaded', context: 65536, note: 'gets 65536 tokens' },
+    ]);
+    const answer = resolveModel(configWith(probe), [probe], { model: 'devstral' });
+    expect(answer).toMatchObject({
+      kind: 'ready',
+      servedId: 'devstral:24b',
+      contextTokens: 65536,
+      contextSource: 'predicted',
+    });
+    expect(answer.kind === 'ready' && answer.warnings.join(' ')).toContain(
+      'first request loads it',
+    );
+  });
+
+  it('asks for a load when an installed model’s window is unknown until it loads', () => {
+    const probe = localProbe('ollama', {}, [
+      {
+        id: 'devstral:24b',
+        state: 'not_loaded',
+        note: 'its window when it loads depends on the server',
+      },
+    ]);
+    const answer = resolveModel(configWith(probe), [probe], { model: 'devstral' });
+    expect(answer.kind === 'unavailable' && answer.message).toContain(
+      'devstral:24b is installed on laptop but not loaded, and the window it would get is unknown until it loads',
+    );
+  });
+
+  it('prefers a loaded model to an installed one', () => {
+    const probe = localProbe('ollama', { 'qwen3-coder:30b': 65536 }, [
+      { id: 'qwen3-coder:latest', state: 'not_loaded', context: 65536, note: '' },
+    ]);
+    expect(resolveModel(configWith(probe), [probe], { model: 'qwen3-coder' })).toMatchObject({
+      kind: 'ready',
+      servedId: 'qwen3-coder:30b',
+      contextSource: 'probe',
+    });
   });
 });

@@ -1,4 +1,10 @@
-import { COMFORTABLE_CONTEXT_TOKENS } from './config-defaults.js';
+import type { BackendKind, ContextSource } from '../kinds.js';
+import {
+  CLAUDE_CODE_FIXED_PROMPT_TOKENS,
+  COMFORTABLE_CONTEXT_TOKENS,
+  MIN_JOB_CONTEXT_TOKENS,
+  SUGGESTED_CONTEXT_TOKENS,
+} from './config-defaults.js';
 import { formatConfigIssue } from './config-messages.js';
 import type {
   ConfigIssue,
@@ -15,6 +21,7 @@ import {
   type MatchKind,
 } from './match.js';
 import type { EndpointProbe } from './probe.js';
+import type { InstalledModel } from './probe-read.js';
 
 export type Resolution =
   | {
@@ -25,7 +32,7 @@ export type Resolution =
       servedId: string;
       /** The per-request window; undefined exactly when contextSource is 'unknown'. */
       contextTokens: number | undefined;
-      contextSource: 'probe' | 'menu' | 'unknown';
+      contextSource: ContextSource;
       /** Non-enumerable (like EndpointProbe.apiKey): read it, but JSON.stringify and spreads never carry it. */
       apiKey?: string;
       menuEntry?: ModelEntry;
@@ -74,6 +81,8 @@ export interface Hit {
   match: MatchKind;
   /** Every id on this endpoint the name fits on the same terms (more than one: ambiguous). */
   servedIds: string[];
+  /** The model is installed but not loaded (Ollama, LM Studio): its first request would load it. */
+  installed?: InstalledModel;
 }
 
 /**
@@ -93,6 +102,33 @@ export function findHits(
     const matched = matchServedIdWithKind(name, probe.models, menuEntry?.served_name);
     if (matched !== undefined)
       hits.push({ probe, servedId: matched.id, match: matched.kind, servedIds: matched.ids });
+  }
+  return hits;
+}
+
+/** Like findHits, among the models servers have installed but not loaded: asked only when no loaded one fits. */
+export function findInstalledHits(
+  probes: EndpointProbe[],
+  name: string,
+  menuEntry: ModelEntry | undefined,
+  endpointName?: string,
+): Hit[] {
+  const hits: Hit[] = [];
+  for (const probe of probes) {
+    const installed = probe.installed ?? [];
+    if (!probe.up || installed.length === 0) continue;
+    if (endpointName !== undefined && probe.name !== endpointName) continue;
+    const ids = installed.map((model) => model.id);
+    const matched = matchServedIdWithKind(name, ids, menuEntry?.served_name);
+    const model = installed.find((candidate) => candidate.id === matched?.id);
+    if (matched !== undefined && model !== undefined)
+      hits.push({
+        probe,
+        servedId: matched.id,
+        match: matched.kind,
+        servedIds: matched.ids,
+        installed: model,
+      });
   }
   return hits;
 }
@@ -151,7 +187,9 @@ export function effectiveContext(
   probed: number | undefined,
   menuEntry: ModelEntry | undefined,
   where: { endpoint: string; servedId: string },
-): { tokens: number | undefined; source: 'probe' | 'menu' | 'unknown'; warning?: string } {
+  /** 'predicted': `probed` is the window an unloaded model will get (its Modelfile's num_ctx). */
+  probedSource: 'probe' | 'predicted' = 'probe',
+): { tokens: number | undefined; source: ContextSource; warning?: string } {
   const menu = menuEntry?.context;
   if (probed === undefined) {
     if (menu !== undefined) return { tokens: menu, source: 'menu' };
@@ -161,26 +199,112 @@ export function effectiveContext(
       warning: `${where.endpoint} does not report the window of ${where.servedId}: set context: N for this model in models.yaml`,
     };
   }
-  if (menu === undefined || menu === probed) return { tokens: probed, source: 'probe' };
+  if (menu === undefined || menu === probed) return { tokens: probed, source: probedSource };
   if (menu < probed) return { tokens: menu, source: 'menu' };
   return {
     tokens: probed,
-    source: 'probe',
+    source: probedSource,
     warning: `models.yaml sets context ${menu} for ${menuEntry?.name ?? where.servedId}, larger than the ${probed} tokens ${where.endpoint} reports per request: using ${probed} (a larger window would only produce overflows)`,
   };
 }
 
-function ready(config: RegistryConfig, hit: Hit, menuEntry: ModelEntry | undefined): Resolution {
+/** How the user gives a model a larger window on each server: the one clause a bring-up answer needs. */
+export function raiseWindowHint(backend: BackendKind, servedId: string, slots = 1): string {
+  const size = SUGGESTED_CONTEXT_TOKENS;
+  switch (backend) {
+    case 'ollama':
+      return `restart Ollama with OLLAMA_CONTEXT_LENGTH=${size} (or give the model PARAMETER num_ctx ${size} in a Modelfile) and load ${servedId} again`;
+    case 'lmstudio':
+      return `reload it with \`lms load ${servedId} --context-length ${size}\` (or raise Context Length in its load settings)`;
+    case 'llama.cpp':
+      return `restart llama-server with a larger -c: each of its ${slots} slot(s) gets -c divided by --parallel, so -c ${size * slots}`;
+    case 'vllm':
+      return `restart vLLM with --max-model-len ${size}`;
+    case 'other':
+      return `restart the server with a window of at least ${size} tokens`;
+  }
+}
+
+/** How the user loads an installed model with a known window: what run_agent asks for when none is known. */
+function loadHint(backend: BackendKind, servedId: string): string {
+  const size = SUGGESTED_CONTEXT_TOKENS;
+  return backend === 'lmstudio'
+    ? `\`lms load ${servedId} --context-length ${size}\``
+    : `start Ollama with OLLAMA_CONTEXT_LENGTH=${size} and load it (\`ollama run ${servedId}\`), or give it PARAMETER num_ctx ${size} in a Modelfile`;
+}
+
+/** The window a hit gets: what the server reports, or what an unloaded model will get, with models.yaml's rule. */
+function hitContext(hit: Hit, menuEntry: ModelEntry | undefined, endpoint: string) {
+  const where = { endpoint, servedId: hit.servedId };
+  return hit.installed
+    ? effectiveContext(hit.installed.context, menuEntry, where, 'predicted')
+    : effectiveContext(hit.probe.context[hit.servedId], menuEntry, where);
+}
+
+/**
+ * A job starts only on a window that holds Claude Code's first prompt (and, for a model not loaded yet, only on
+ * one that is known before it loads): otherwise the answer asks the user for a larger window, with the numbers.
+ */
+function windowRefusal(
+  hit: Hit,
+  context: { tokens: number | undefined; source: ContextSource },
+  menuEntry: ModelEntry | undefined,
+  endpoint: string,
+): string | undefined {
+  const on = menuEntry?.host ? ` on ${menuEntry.host}` : '';
+  const { backend } = hit.probe;
+  if (hit.installed && context.tokens === undefined) {
+    return `${hit.servedId} is installed on ${endpoint} but not loaded, and the window it would get is unknown until it loads: it ${hit.installed.note}. A job needs at least ${MIN_JOB_CONTEXT_TOKENS} tokens. Ask the user to load it with a window of at least ${SUGGESTED_CONTEXT_TOKENS}${on}: ${loadHint(backend, hit.servedId)}.`;
+  }
+  if (context.tokens === undefined || context.tokens >= MIN_JOB_CONTEXT_TOKENS) return undefined;
+  const fix =
+    context.source === 'menu'
+      ? `raise context for ${menuEntry?.name ?? hit.servedId} in models.yaml (or remove it to use the server's window)`
+      : raiseWindowHint(backend, hit.servedId, hit.probe.slots?.total ?? 1);
+  const what = context.source === 'predicted' ? 'would load with' : 'has';
+  return `${hit.servedId} on ${endpoint} ${what} a ${context.tokens}-token window${context.source === 'menu' ? ' (context in models.yaml)' : ''}, too small for Claude Code: its fixed prompt alone is about ${CLAUDE_CODE_FIXED_PROMPT_TOKENS} tokens, and a job needs at least ${MIN_JOB_CONTEXT_TOKENS}. Ask the user to give it a window of at least ${SUGGESTED_CONTEXT_TOKENS}${on}: ${fix}.`;
+}
+
+/** What a job on this hit would get: its window (and where it came from), or why none would start. */
+export function assessHit(
+  hit: Hit,
+  menuEntry: ModelEntry | undefined,
+): { context: ReturnType<typeof effectiveContext>; refusal: string | undefined } {
+  const context = hitContext(hit, menuEntry, hit.probe.name);
+  return { context, refusal: windowRefusal(hit, context, menuEntry, hit.probe.name) };
+}
+
+/** The hit for a name: a loaded model first; an installed one only when no server has the model loaded. */
+export function chooseHit(
+  probes: EndpointProbe[],
+  name: string,
+  menuEntry: ModelEntry | undefined,
+  endpointName?: string,
+): Choice {
+  const loaded = choose(findHits(probes, name, menuEntry, endpointName), menuEntry);
+  if (loaded.kind !== 'none') return loaded;
+  return choose(findInstalledHits(probes, name, menuEntry, endpointName), menuEntry);
+}
+
+function ready(
+  config: RegistryConfig,
+  hit: Hit,
+  menuEntry: ModelEntry | undefined,
+  probes: EndpointProbe[],
+  name: string,
+): Resolution {
   const endpoint = config.endpoints.find((candidate) => candidate.name === hit.probe.name);
   if (!endpoint) throw new Error(`probe ${hit.probe.name} has no endpoint in the config`);
   const warnings: string[] = [];
-  const context = effectiveContext(hit.probe.context[hit.servedId], menuEntry, {
-    endpoint: endpoint.name,
-    servedId: hit.servedId,
-  });
+  const { context, refusal } = assessHit(hit, menuEntry);
+  if (refusal !== undefined) return unavailable(name, menuEntry, probes, refusal);
   const contextTokens = context.tokens;
   const contextSource = context.source;
   if (context.warning !== undefined) warnings.push(context.warning);
+  if (hit.installed)
+    warnings.push(
+      `${hit.servedId} is not loaded on ${endpoint.name}: the job's first request loads it, which takes seconds to minutes`,
+    );
   if (contextTokens !== undefined && contextTokens < COMFORTABLE_CONTEXT_TOKENS) {
     warnings.push(
       `${hit.servedId} has a ${contextTokens}-token window; Claude Code's fixed prompt and compaction need about 128k to work without thrashing, so expect early compaction or "prompt is too long"`,
@@ -288,6 +412,8 @@ export function resolveModel(
         config,
         { probe: live, servedId: first, match: 'exact', servedIds: [first] },
         undefined,
+        probes,
+        first,
       );
     return unavailable(
       '(any model)',
@@ -297,8 +423,8 @@ export function resolveModel(
     );
   }
   const menuEntry = findMenuEntry(config, name);
-  const choice = choose(findHits(probes, name, menuEntry, request.endpoint), menuEntry);
-  if (choice.kind === 'hit') return ready(config, choice.hit, menuEntry);
+  const choice = chooseHit(probes, name, menuEntry, request.endpoint);
+  if (choice.kind === 'hit') return ready(config, choice.hit, menuEntry, probes, name);
   if (choice.kind === 'ambiguous') {
     const listed = choice.candidates
       .map((candidate) => `${candidate.served_model} on ${candidate.endpoint}`)

@@ -138,6 +138,7 @@ export async function registerEndpoint(paths: ConfigPaths, input: unknown): Prom
       'host',
       'notes',
       'api_key_env',
+      'max_concurrent',
       'env',
     ]),
   );

@@ -7,11 +7,14 @@ import { z } from 'zod';
  * See docs/reference/backends.md §1.5, §1.6, §1.8, §2.3, §2.5.
  */
 export type BackendError =
-  /** The prompt alone does not fit: `promptTokens >= contextTokens` (exact unless `lowerBound`). */
+  /**
+   * The prompt alone does not fit: `promptTokens >= contextTokens` (exact unless `lowerBound`). Undefined numbers:
+   * the backend said so without them (Ollama's 400 when it may not truncate), and the route's own stand in.
+   */
   | {
       kind: 'context_overflow';
-      promptTokens: number;
-      contextTokens: number;
+      promptTokens: number | undefined;
+      contextTokens: number | undefined;
       lowerBound: boolean;
       message: string;
     }
@@ -163,6 +166,37 @@ export function parseVllmContextError(message: string): BackendError | undefined
   return undefined;
 }
 
+/**
+ * Ollama's and LM Studio's overflow wordings (docs/reference/ollama-lmstudio.md §2, §6), whatever the status: LM
+ * Studio answers them as 500 on /v1/messages (and has been seen to on 200), Ollama as 400.
+ */
+export function parseLocalServerOverflow(message: string): BackendError | undefined {
+  // LM Studio 0.4 (its llama.cpp engine): `… (n_keep: 13055>= n_ctx: 4096). Try to load the model with …`.
+  let m = /n_keep: (\d+)\s*>=\s*n_ctx: (\d+)/.exec(message);
+  if (m) return overflow(num(m[1]), num(m[2]), message);
+  // LM Studio 0.3: `Trying to keep the first N tokens when context the overflows. However, the model is loaded
+  // with context length of only M tokens, …`.
+  m =
+    /keep the first (\d+) tokens when context the overflows\. However, the model is loaded with context length of only (\d+) tokens/.exec(
+      message,
+    );
+  if (m) return overflow(num(m[1]), num(m[2]), message);
+  // Ollama with context shift off (the deepseek2 family): no numbers in it.
+  if (/the prompt is longer than the context length/.test(message))
+    return {
+      kind: 'context_overflow',
+      promptTokens: undefined,
+      contextTokens: undefined,
+      lowerBound: true,
+      message,
+    };
+  return undefined;
+}
+
+function overflow(promptTokens: number, contextTokens: number, message: string): BackendError {
+  return { kind: 'context_overflow', promptTokens, contextTokens, lowerBound: false, message };
+}
+
 function fromExact(contextTokens: number, promptTokens: number, message: string): BackendError {
   return promptTokens >= contextTokens
     ? { kind: 'context_overflow', promptTokens, contextTokens, lowerBound: false, message }
@@ -193,6 +227,8 @@ export function classifyBackendError(status: number, bodyText: string): BackendE
     };
   }
   if (message.includes('Context size has been exceeded')) return { kind: 'kv_exhausted', message };
+  const local = parseLocalServerOverflow(message);
+  if (local) return local;
   // 500: newer vLLM's Anthropic router answers an exception raised while preparing the request as
   // `internal_error` with its message, and the renderer's context check raises one (api_router.py).
   if (status === 400 || status === 413 || status === 500) {

@@ -303,3 +303,67 @@ describe('classifyBackendError with vLLM wordings (backends.md §1.6)', () => {
     expect(translate(status, body)).toMatchObject({ status: expectedStatus, type });
   });
 });
+
+const anthropicShaped = (status: number, type: string, message: string): string =>
+  JSON.stringify({ type: 'error', error: { type, message }, request_id: 'req_0123' });
+
+describe('Ollama and LM Studio error answers (ollama-lmstudio.md §2, §6)', () => {
+  it('reads LM Studio’s 500 n_keep overflow as the prompt is too long, with its numbers', () => {
+    const message =
+      'The number of tokens to keep from the initial prompt is greater than the context length (n_keep: 13055>= n_ctx: 4096). Try to load the model with a larger context length, or provide a shorter input.';
+    expect(translate(500, anthropicShaped(500, 'api_error', message))).toEqual({
+      status: 400,
+      type: 'invalid_request_error',
+      message: 'prompt is too long: 13055 tokens > 4096 maximum',
+    });
+  });
+
+  it('reads LM Studio 0.3’s older overflow wording too', () => {
+    const message =
+      'Trying to keep the first 9000 tokens when context the overflows. However, the model is loaded with context length of only 8192 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input';
+    expect(translate(500, JSON.stringify({ error: message })).message).toBe(
+      'prompt is too long: 9000 tokens > 8192 maximum',
+    );
+  });
+
+  it('reads Ollama’s 400 without numbers (context shift off) with the route’s window and estimate', () => {
+    const message =
+      'the prompt is longer than the context length currently available to the model; shorten the prompt, adjust the context length in settings, or use a model with a longer context length';
+    expect(translate(400, anthropicShaped(400, 'invalid_request_error', message))).toEqual({
+      status: 400,
+      type: 'invalid_request_error',
+      message: 'prompt is too long: 16385 tokens > 16384 maximum',
+    });
+    expect(
+      translate(400, anthropicShaped(400, 'invalid_request_error', message), {
+        estimatedPromptTokens: 30000,
+      }).message,
+    ).toBe('prompt is too long: 30000 tokens > 29999 maximum');
+  });
+
+  it('answers Ollama’s busy 503 with the 529 Claude Code retries', () => {
+    const message = 'server busy, please try again.  maximum pending requests exceeded';
+    expect(translate(503, anthropicShaped(503, 'overloaded_error', message))).toMatchObject({
+      status: 529,
+      type: 'overloaded_error',
+    });
+  });
+
+  it('answers Ollama’s 404 for a model it lacks with what the endpoint has', () => {
+    const answer = translate(
+      404,
+      anthropicShaped(404, 'not_found_error', "model 'qwen9' not found"),
+      {
+        ...context,
+        endpointName: 'laptop',
+        servedIds: ['qwen3-coder:30b', 'gemma3:latest'],
+      },
+    );
+    expect(answer).toEqual({
+      status: 404,
+      type: 'not_found_error',
+      message:
+        'model \'qwen9\' is not installed on endpoint "laptop"; it has qwen3-coder:30b, gemma3:latest. Run the job with one of those, or ask the user to pull it (ollama pull qwen9)',
+    });
+  });
+});

@@ -23,6 +23,8 @@ export interface ErrorContext {
   contextTokens?: number | undefined;
   /** Our own estimate of the prompt, used when the backend gives no prompt size. */
   estimatedPromptTokens: number;
+  /** What the backend serves (and, for Ollama and LM Studio, has installed): named when a model is missing. */
+  servedIds?: readonly string[] | undefined;
   endpointName?: string | undefined;
   apiKeyEnv?: string | undefined;
   /** Where the key is configured when `apiKeyEnv` is not set (RouteConfig.apiKeyFrom). */
@@ -101,8 +103,17 @@ const TYPE_BY_STATUS: Record<number, AnthropicErrorType> = {
 /** Backend error → what Claude Code should see. Loading/overload → 529 so it retries; 5xx → api_error. */
 export function toClientError(error: BackendError, context: ErrorContext): ClientError {
   switch (error.kind) {
-    case 'context_overflow':
-      return promptTooLong(error.promptTokens, error.contextTokens);
+    case 'context_overflow': {
+      if (error.promptTokens !== undefined && error.contextTokens !== undefined)
+        return promptTooLong(error.promptTokens, error.contextTokens);
+      // A backend that gives no numbers: the route's window and our estimate say the same thing in Anthropic's words.
+      const window = error.contextTokens ?? context.contextTokens;
+      const prompt = error.promptTokens ?? context.estimatedPromptTokens;
+      return promptTooLong(
+        window === undefined ? prompt : Math.max(prompt, window + 1),
+        window ?? Math.max(prompt - 1, 0),
+      );
+    }
     case 'max_tokens_too_large': {
       // Reached only when the clamp-and-retry could not make it fit: the prompt itself is (about) the window.
       const prompt = Math.max(
@@ -129,8 +140,26 @@ export function toClientError(error: BackendError, context: ErrorContext): Clien
       };
     }
     case 'other':
-      return otherError(error.status, error.message);
+      return otherError(error.status, modelMissing(error, context) ?? error.message);
   }
+}
+
+/**
+ * Ollama's 404 `model 'X' not found` names only what was asked for (ollama-lmstudio.md §2): the answer also says
+ * what the endpoint has, so the caller can pick one without another round trip.
+ */
+function modelMissing(
+  error: { status: number; message: string },
+  context: ErrorContext,
+): string | undefined {
+  const match = /^model '(.+)' not found/.exec(error.message);
+  if (error.status !== 404 || !match) return undefined;
+  const where = context.endpointName ? `endpoint "${context.endpointName}"` : 'the backend';
+  const has =
+    context.servedIds && context.servedIds.length > 0
+      ? `; it has ${context.servedIds.join(', ')}`
+      : '';
+  return `model '${match[1] ?? ''}' is not installed on ${where}${has}. Run the job with one of those, or ask the user to pull it (ollama pull ${match[1] ?? ''})`;
 }
 
 function otherError(status: number, message: string): ClientError {

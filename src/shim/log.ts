@@ -40,7 +40,12 @@ export interface RequestLogLine {
   bytes_out: number;
   /** SSE events relayed (pings and comments not counted). */
   events: number | null;
-  usage: { input_tokens: number; output_tokens: number; cache_read_input_tokens: number } | null;
+  /** `cache_read_input_tokens` null: the backend reports no cache figures (Ollama). */
+  usage: {
+    input_tokens: number;
+    output_tokens: number;
+    cache_read_input_tokens: number | null;
+  } | null;
   stop_reason: string | null;
   /** Request rewrites (`fold_system`, `role_map`, `billing_nonce`, `model_map`, `clamp_max_tokens`), stream repairs
    * (`repair_tool_input`, `drop_done`, `synth_message_start`, `repair_message_start`, `translate_stream_error`) and

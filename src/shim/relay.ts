@@ -12,7 +12,10 @@ import {
 } from './normalize.js';
 import { retryDecision } from './retry.js';
 import { relayStream } from './stream-relay.js';
+import { promptTooLong } from './errors.js';
+import { classifyRequest } from './prefix-stability.js';
 import { sendClientError, translateAndSend } from './translate.js';
+import { answerCheck, type AnswerCheck, type Conversation } from './truncation-guard.js';
 import { receiveBody } from './receive.js';
 import {
   describeConnectError,
@@ -36,7 +39,11 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
   }
   const isMessages = pathname === '/v1/messages';
   const isCount = pathname === '/v1/messages/count_tokens';
-  const received = await receiveBody(exchange, req.method === 'POST' && isMessages);
+  // A guarded route sizes the prompt before sending it: nothing goes upstream while the body arrives.
+  const received = await receiveBody(
+    exchange,
+    req.method === 'POST' && isMessages && exchange.route.guard === undefined,
+  );
   if (received === undefined) return;
   const { raw, sent, unsent, scanned } = received;
   exchange.line.bytes_in = raw.length;
@@ -180,6 +187,41 @@ async function attempt(
   return { kind: 'error', error: classifyBackendError(status, text), text };
 }
 
+/**
+ * Which conversation a prompt extends, for the guard's anchors: a session's main chain or one of its subagents. A
+ * compaction request extends the main chain's last prompt (its instruction is appended); a title request shares the
+ * session id but not the prompt, and belongs to none.
+ */
+function conversationOf(exchange: Exchange): Conversation | undefined {
+  const request = exchange.request();
+  if (!request) return undefined;
+  const session = exchange.line.session ?? '';
+  const kind = classifyRequest(request);
+  if (kind.kind === 'chain') return { key: `${session}\n${kind.lane}`, extendsOnly: false };
+  return kind.reason === 'compaction' ? { key: `${session}\nmain`, extendsOnly: true } : undefined;
+}
+
+/**
+ * On a backend that cuts oversize prompts silently (RouteRuntime.guard): one sure not to fit is answered
+ * `prompt is too long` here, unsent; any other gets the check its answer's prompt count must pass.
+ */
+function guardPrompt(exchange: Exchange, body: Buffer): AnswerCheck | undefined | 'refused' {
+  const { guard } = exchange.route;
+  if (!guard) return undefined;
+  const conversation = conversationOf(exchange);
+  const decision = guard.before(body.length, conversation);
+  if (decision.kind === 'refuse') {
+    exchange.line.rewrites.push('refuse_oversize_prompt');
+    sendClientError(
+      exchange,
+      promptTooLong(decision.estimate, decision.window),
+      `not sent: about ${decision.estimate} tokens for a ${decision.window}-token window, which the backend would cut without saying so`,
+    );
+    return 'refused';
+  }
+  return answerCheck(guard, body.length, decision, conversation);
+}
+
 async function relayMessages(
   exchange: Exchange,
   request: () => AnthropicRequest | undefined,
@@ -187,14 +229,16 @@ async function relayMessages(
   opened: OpenedRequest | undefined,
 ): Promise<void> {
   let body = firstBody;
+  const check = guardPrompt(exchange, body);
+  if (check === 'refused') return opened?.abandon();
   for (let retried = false; ; retried = true) {
     const result = await attempt(exchange, 'POST', body, retried ? undefined : opened);
     if (result.kind === 'gone') return;
     if (result.kind === 'answer') {
       const type = result.upstream.headers['content-type'] ?? '';
       await (type.includes('text/event-stream')
-        ? relayStream(exchange, result.upstream)
-        : relayJson(exchange, result.upstream));
+        ? relayStream(exchange, result.upstream, check)
+        : relayJson(exchange, result.upstream, check));
       return;
     }
     const forwarded =
@@ -222,7 +266,10 @@ async function relayCountTokens(exchange: Exchange, body: Buffer): Promise<void>
   const status = exchange.line.upstream_status ?? 0;
   if (status === 404 || status === 405 || status === 501) {
     exchange.line.rewrites.push('count_tokens_estimate');
-    sendJson(exchange, 200, JSON.stringify({ input_tokens: estimatePromptTokens(body.length) }));
+    // A guarded route knows the backend's own rate per byte, once it has counted a prompt.
+    const estimate =
+      exchange.route.guard?.estimate(body.length) ?? estimatePromptTokens(body.length);
+    sendJson(exchange, 200, JSON.stringify({ input_tokens: estimate }));
     return;
   }
   translateAndSend(exchange, result.error, result.text);

@@ -3,6 +3,7 @@ import type { BackendKind } from '../kinds.js';
 import type { BackendError } from './backend-errors.js';
 import type { RequestLog, RequestLogLine } from './log.js';
 import type { PrefixTracker } from './prefix-stability.js';
+import type { TruncationGuard } from './truncation-guard.js';
 import type { Upstream } from './upstream.js';
 
 /** One job's (or one `localagents proxy`'s) backend, as the shim needs it. */
@@ -54,6 +55,8 @@ export interface RouteStats {
   /** Prompt tokens the backend reported, cached ones included. */
   promptTokens: number;
   cachedTokens: number;
+  /** Answers whose usage had a cache figure: none means the backend does not report its cache (Ollama). */
+  cacheReports: number;
   outputTokens: number;
   /** Requests in which at least one system message was folded. */
   folds: number;
@@ -73,6 +76,8 @@ export interface RouteRuntime {
   upstream: Upstream;
   log: RequestLog | undefined;
   tracker: PrefixTracker;
+  /** A backend that cuts oversize prompts silently (Ollama): its prompts are sized and its counts checked. */
+  guard: TruncationGuard | undefined;
   stats: RouteStats;
   keepaliveMs: number;
   diagnostics: Diagnostics;
@@ -92,6 +97,7 @@ export function emptyStats(): RouteStats {
     failedRequests: 0,
     promptTokens: 0,
     cachedTokens: 0,
+    cacheReports: 0,
     outputTokens: 0,
     folds: 0,
     rewrites: {},
@@ -111,8 +117,10 @@ export function countInStats(stats: RouteStats, line: RequestLogLine): void {
   stats.requests++;
   if (line.status >= 400) stats.failedRequests++;
   if (line.usage) {
-    stats.promptTokens += line.usage.input_tokens + line.usage.cache_read_input_tokens;
-    stats.cachedTokens += line.usage.cache_read_input_tokens;
+    const cached = line.usage.cache_read_input_tokens;
+    stats.promptTokens += line.usage.input_tokens + (cached ?? 0);
+    stats.cachedTokens += cached ?? 0;
+    if (cached !== null) stats.cacheReports++;
     stats.outputTokens += line.usage.output_tokens;
   }
   if (line.rewrites.includes('fold_system')) stats.folds++;

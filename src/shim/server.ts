@@ -16,6 +16,7 @@ import {
   type RouteRuntime,
   type RouteStats,
 } from './route.js';
+import { createTruncationGuard, type TruncationGuard } from './truncation-guard.js';
 import { createAgents, createUpstream, destroyAgents } from './upstream.js';
 
 export interface ShimRoute {
@@ -128,6 +129,13 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
 
+  /** Only Ollama cuts an oversize prompt and answers 200 (ollama-lmstudio.md §2); the guard needs its window. */
+  function truncationGuardFor(config: RouteConfig): TruncationGuard | undefined {
+    return config.backend === 'ollama' && config.contextTokens !== undefined
+      ? createTruncationGuard(config.contextTokens)
+      : undefined;
+  }
+
   function addRoute(config: RouteConfig): ShimRoute {
     if (closing) throw new LocalAgentsError('LISTEN_FAILED', 'the shim is closed');
     const token = randomBytes(16).toString('base64url');
@@ -138,6 +146,7 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
         ? createRequestLog(config.logDir, { full: config.dumpFullRequests === true, diagnostics })
         : undefined,
       tracker: createPrefixTracker(),
+      guard: truncationGuardFor(config),
       stats: emptyStats(),
       keepaliveMs: config.keepaliveMs ?? DEFAULT_KEEPALIVE_MS,
       diagnostics,

@@ -1,5 +1,5 @@
 import { classifyBackendError, type BackendError } from './backend-errors.js';
-import { anthropicErrorEvent, streamErrorType } from './errors.js';
+import { anthropicErrorEvent, streamErrorType, type ClientError } from './errors.js';
 import { isRecord } from './fold-system.js';
 import { eventData, eventName, frame, num, parseJson, SEPARATOR } from './sse-frames.js';
 
@@ -25,7 +25,8 @@ export type StreamRepair =
 export interface StreamUsage {
   input_tokens: number;
   output_tokens: number;
-  cache_read_input_tokens: number;
+  /** null: the backend reports no cache figures (Ollama), which is not the same as 0 cached. */
+  cache_read_input_tokens: number | null;
 }
 
 export interface StreamSummary {
@@ -38,6 +39,10 @@ export interface StreamSummary {
   error: { original: string; translated: string } | undefined;
   /** Events whose data was not the JSON object their name promises, passed on as sent; the first kept. */
   malformed: { count: number; first: string } | undefined;
+  /** A message_delta reported the prompt count (Ollama's real one; its message_start has an estimate). */
+  deltaInputTokens: number | undefined;
+  /** The count showed a prompt the backend cut (verifyInputTokens): the rest of the stream was replaced. */
+  truncated: { reported: number; error: ClientError } | undefined;
 }
 
 export interface SsePush {
@@ -66,6 +71,11 @@ export interface SseProcessorOptions {
   promptTokensEstimate?: number;
   /** Told about an error event the backend sent mid-stream, as classified. */
   onBackendError?: (error: BackendError) => void;
+  /**
+   * Checks the prompt count a message_delta reports (truncation-guard.ts): an error returned means the backend cut
+   * the prompt, and the stream ends with that error instead of the answer the model gave without its instructions.
+   */
+  verifyInputTokens?: (inputTokens: number) => ClientError | undefined;
 }
 
 /** The events that make up almost all of a stream and never need a look: counted and passed on untouched. */
@@ -140,6 +150,8 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     repairs: new Set(),
     error: undefined,
     malformed: undefined,
+    deltaInputTokens: undefined,
+    truncated: undefined,
   };
 
   function readUsage(usage: unknown, into: StreamUsage): void {
@@ -154,7 +166,7 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     summary.repairs.add('synth_message_start');
     sawMessageStart = true;
     // The log keeps what the backend reported (nothing yet); the client gets the estimate below.
-    summary.usage ??= { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0 };
+    summary.usage ??= { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: null };
     const id = `msg_shim_${Date.now().toString(36)}`;
     return frame('message_start', {
       type: 'message_start',
@@ -175,7 +187,7 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
   function messageStart(data: Record<string, unknown>): Buffer | undefined {
     sawMessageStart = true;
     const message = isRecord(data.message) ? data.message : {};
-    const usage: StreamUsage = { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0 };
+    const usage: StreamUsage = { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: null };
     readUsage(message.usage ?? data.usage, usage);
     summary.usage = usage;
     if (message.type === 'message' && message.role === 'assistant' && message.usage !== undefined)
@@ -204,11 +216,19 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     });
   }
 
-  function messageDelta(data: Record<string, unknown>): void {
+  /** Reads the delta; the replacement error frame when its prompt count shows a truncated prompt. */
+  function messageDelta(data: Record<string, unknown>): Buffer | undefined {
     if (isRecord(data.delta) && typeof data.delta.stop_reason === 'string')
       summary.stopReason = data.delta.stop_reason;
-    summary.usage ??= { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0 };
+    summary.usage ??= { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: null };
     readUsage(data.usage, summary.usage);
+    const reported = isRecord(data.usage) ? num(data.usage.input_tokens) : undefined;
+    if (reported === undefined) return undefined;
+    summary.deltaInputTokens = reported;
+    const error = options.verifyInputTokens?.(reported);
+    if (error === undefined) return undefined;
+    summary.truncated = { reported, error };
+    return Buffer.from(anthropicErrorEvent(error.type, error.message));
   }
 
   function errorEvent(original: string): Buffer {
@@ -246,8 +266,8 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     if (name === 'message_start') return messageStart(data);
     if (!sawMessageStart && name.startsWith('content_block')) pieces.push(synthesisedStart());
     if (name === 'content_block_start') return blockStart(event, data);
-    if (name === 'message_delta') messageDelta(data);
-    else if (name === 'message_stop') summary.sawMessageStop = true;
+    if (name === 'message_delta') return messageDelta(data);
+    if (name === 'message_stop') summary.sawMessageStop = true;
     return undefined;
   }
 
@@ -309,7 +329,7 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
         modified = true;
         if (replacement !== null) pieces.push(replacement);
       }
-      if (name === 'error') {
+      if (name === 'error' || summary.truncated) {
         // Nothing after an error event reaches the client, in this chunk or a later one.
         halted = true;
         if (position < completeEnd) modified = true;

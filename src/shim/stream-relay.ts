@@ -5,9 +5,11 @@ import { endResponse, sendJson, writeBody, writeHead, type Exchange } from './ex
 import { isRecord } from './fold-system.js';
 import { estimatePromptTokens } from './normalize.js';
 import { createSseProcessor } from './sse.js';
-import { translateAndSend } from './translate.js';
+import { truncationNote, type AnswerCheck } from './truncation-guard.js';
+import { sendClientError, translateAndSend } from './translate.js';
 
 const PING = 'event: ping\ndata: {"type": "ping"}\n\n';
+const UNFINISHED = 'backend ended the stream without message_stop (it failed mid-response)';
 
 function leadingErrorStatus(data: string): { status: number; body: string } {
   let inner: unknown;
@@ -29,8 +31,15 @@ function leadingErrorStatus(data: string): { status: number; body: string } {
  * 200, after which an error can only be an Anthropic `event: error`, which Claude Code retries (docs/shim.md).
  * keepaliveMs 0: no pings, and the backend's own keepalives (llama.cpp's `:` comments) are passed on instead.
  */
-export function relayStream(exchange: Exchange, upstream: IncomingMessage): Promise<void> {
+export function relayStream(
+  exchange: Exchange,
+  upstream: IncomingMessage,
+  check?: AnswerCheck,
+): Promise<void> {
   const { res, route, line } = exchange;
+  // Held: nothing reaches the client (no ping either, which would commit a 200) until the prompt count is checked.
+  let holding = check?.hold === true;
+  const held: Buffer[] = [];
   const keepalive = route.keepaliveMs > 0;
   const processor = createSseProcessor({
     model: route.config.servedId,
@@ -39,6 +48,7 @@ export function relayStream(exchange: Exchange, upstream: IncomingMessage): Prom
     holdLeadingKeepalive: () => keepalive && !res.headersSent,
     promptTokensEstimate: estimatePromptTokens(line.bytes_upstream || line.bytes_in),
     onBackendError: route.onBackendError,
+    ...(check ? { verifyInputTokens: check.verify } : {}),
   });
   const headers = {
     'content-type': upstream.headers['content-type'] ?? 'text/event-stream',
@@ -47,12 +57,16 @@ export function relayStream(exchange: Exchange, upstream: IncomingMessage): Prom
   };
   const commit = (): void => writeHead(exchange, 200, headers);
   let pinged = false;
+  let unfinished = false;
 
   return new Promise((resolve) => {
     let finished = false;
     const timer = keepalive
       ? setTimeout(function ping() {
-          if (finished || res.writableEnded) return;
+          if (finished || res.writableEnded || holding) {
+            timer?.refresh();
+            return;
+          }
           commit();
           writeBody(exchange, PING);
           pinged = true;
@@ -71,12 +85,21 @@ export function relayStream(exchange: Exchange, upstream: IncomingMessage): Prom
       line.rewrites.push(...summary.repairs);
       if (pinged) line.rewrites.push('keepalive_ping');
       if (summary.error && !line.error) line.error = summary.error;
+      if (summary.truncated) {
+        line.rewrites.push('truncated_by_backend');
+        line.error ??= {
+          original: truncationNote(summary.truncated.reported),
+          translated: summary.truncated.error.message,
+        };
+      }
       // A 200 whose stream held garbage is not a clean 200 in the log (Claude Code retries such a request).
       if (summary.malformed && !line.error)
         line.error = {
           original: summary.malformed.first,
-          translated: `${summary.malformed.count} malformed event(s) passed on as the backend sent them`,
+          translated: `${summary.malformed.count} malformed event(s) passed on as the backend sent them${unfinished ? `; ${UNFINISHED}, answered with an error event` : ''}`,
         };
+      if (unfinished)
+        line.error ??= { original: 'stream ended without message_stop', translated: UNFINISHED };
       resolve();
     };
 
@@ -90,6 +113,15 @@ export function relayStream(exchange: Exchange, upstream: IncomingMessage): Prom
         finish();
         return;
       }
+      if (holding) {
+        if (out) held.push(out);
+        if (processor.summary.deltaInputTokens === undefined) return;
+        if (release()) {
+          upstream.destroy();
+          finish();
+        }
+        return;
+      }
       if (!out) return;
       commit();
       timer?.refresh();
@@ -101,11 +133,39 @@ export function relayStream(exchange: Exchange, upstream: IncomingMessage): Prom
       }
     });
 
+    /**
+     * The count is in (or the stream ended without one): a truncated prompt becomes the HTTP 400 Claude Code
+     * compacts on, anything else goes out as held. True when the client has its answer and the stream is done.
+     */
+    function release(): boolean {
+      holding = false;
+      const { truncated } = processor.summary;
+      if (truncated) {
+        sendClientError(exchange, truncated.error, truncationNote(truncated.reported));
+        return true;
+      }
+      if (held.length > 0) {
+        commit();
+        writeBody(exchange, Buffer.concat(held));
+        held.length = 0;
+      }
+      return false;
+    }
+
     upstream.once('end', () => {
       if (finished) return;
+      if (holding && release()) return finish();
       const rest = processor.flush();
-      if (!res.headersSent && processor.summary.events === 0) {
+      const { summary } = processor;
+      if (!res.headersSent && summary.events === 0) {
         sendJson(exchange, 502, errorJson('backend ended the stream before sending any event'));
+      } else if (!summary.sawMessageStop && !summary.error && !summary.truncated) {
+        // Ollama ends the stream this way when generation fails after it started (ollama-lmstudio.md §1
+        // "Stream"): without a message_stop, Claude Code would keep a half answer as if it were whole.
+        commit();
+        if (rest) writeBody(exchange, rest);
+        endResponse(exchange, Buffer.from(anthropicErrorEvent('api_error', UNFINISHED)));
+        unfinished = true;
       } else {
         commit();
         endResponse(exchange, rest);

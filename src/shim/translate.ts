@@ -13,16 +13,21 @@ function isCompactable(request: AnthropicRequest | undefined): boolean {
   );
 }
 
+/** This request's prompt in tokens: the guard's learned rate where there is one, else the generic estimate. */
+function estimateOf(exchange: Exchange): number {
+  const bytes = exchange.line.bytes_upstream || exchange.line.bytes_in;
+  return exchange.route.guard?.estimate(bytes) ?? estimatePromptTokens(bytes);
+}
+
 /** Answers the client with the Anthropic form of a backend error, and keeps the original text in the log. */
 export function translateAndSend(exchange: Exchange, error: BackendError, original: string): void {
   const { config } = exchange.route;
   exchange.route.onBackendError(error);
   const client = toClientError(error, {
     contextTokens: config.contextTokens,
-    estimatedPromptTokens: estimatePromptTokens(
-      exchange.line.bytes_upstream || exchange.line.bytes_in,
-    ),
+    estimatedPromptTokens: estimateOf(exchange),
     endpointName: config.endpointName,
+    servedIds: config.servedIds,
     apiKeyEnv: config.apiKeyEnv,
     apiKeyFrom: config.apiKeyFrom,
     // Parsed only for the one error whose answer depends on the conversation.

@@ -92,7 +92,7 @@ describe('localagents emulate', () => {
   it.each([
     [['--fault', '{"kind":"melt"}'], '--fault {"kind":"melt"} is not a fault at kind'],
     [['--fault', 'nope'], '--fault nope is not a fault'],
-    [['--backend', 'ollama'], '--backend must be llama.cpp or vllm (got "ollama")'],
+    [['--backend', 'tgi'], '--backend must be llama.cpp, vllm, ollama or lmstudio (got "tgi")'],
     [['--decode-tokens-per-s', 'fast'], '--decode-tokens-per-s must be a non-negative number'],
   ])('rejects %j with exit code 2 and the reason on stderr', async (args, reason) => {
     const { child, stderr } = emulate(['--port', '0', ...args]);

@@ -257,15 +257,21 @@ describe('MCP answers', () => {
     expect(errorText(result)).toMatch(/base_url/);
   });
 
-  it('keeps working with backend: ollama (the original accepted it), probing it like other, with a warning', async () => {
+  it('probes backend: ollama (the original’s spelling) by Ollama’s own routes, and says when they are missing', async () => {
     const { client } = await startTestApp(
       emulatorConfig(emulator.url).replace('backend: llama.cpp', 'backend: ollama'),
     );
     const models = await callTool(client, 'list_models');
-    expect(models.endpoints).toEqual([expect.objectContaining({ name: 'emu', up: true })]);
-    expect(JSON.stringify(models.config)).toContain('ollama is probed like other for now');
-    const answer = await callTool(client, 'local_complete', { prompt: 'Say hello.' });
-    expect(answer).toMatchObject({ status: 'completed', endpoint: 'emu' });
+    expect(models.endpoints).toEqual([
+      expect.objectContaining({
+        name: 'emu',
+        up: false,
+        backend: 'ollama',
+        error:
+          'GET /api/ps did not answer like Ollama (HTTP 404): is this an Ollama server (v0.9.7 or later)?',
+      }),
+    ]);
+    expect(JSON.stringify(models.config)).not.toContain('probed like other');
   });
 
   it('completes one prompt with local_complete', async () => {

@@ -41,7 +41,7 @@ beforeAll(() => {
 describe('localagents models', () => {
   it('prints exactly one JSON object with endpoints, windows, slots and the menu', async () => {
     const llama = await emulator({
-      nCtx: 16384,
+      nCtx: 65536,
       parallel: 2,
       metrics: true,
       apiKey: 'sk-cli-secret',
@@ -91,7 +91,7 @@ describe('localagents models', () => {
       up: true,
       status: 'ok',
       models: ['unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL'],
-      context: { 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL': 8192 },
+      context: { 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL': 32768 },
       slots: { total: 2, busy: 0, free: 2 },
       metrics: true,
     });
@@ -132,7 +132,7 @@ describe('localagents models', () => {
       endpoint: 'workstation',
       served_model: 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL',
       served_as: 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL',
-      context: 8192,
+      context: 32768,
       context_source: 'probe',
     });
     expect(json.models['glm-5']).toEqual({

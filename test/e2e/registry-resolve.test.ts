@@ -9,7 +9,7 @@ const QWEN = 'unsloth/Qwen3.8-27B-GGUF:UD-Q4_K_XL';
 
 describe('Registry.resolve', () => {
   it('finds a menu name inside a longer served id and carries the window and a small-window warning', async () => {
-    const emu = await emulator({ nCtx: 16384, parallel: 2, servedNames: [QWEN] });
+    const emu = await emulator({ nCtx: 65536, parallel: 2, servedNames: [QWEN] });
     const registry = await registryFor({
       endpoints: { gpu: { base_url: emu.url, backend: 'llama.cpp', host: 'workstation' } },
       models: { 'qwen3.8-27b': { notes: 'default coder' } },
@@ -18,11 +18,11 @@ describe('Registry.resolve', () => {
     if (resolution.kind !== 'ready') throw new Error(resolution.message);
     expect(resolution.servedId).toBe(QWEN);
     expect(resolution.endpoint.name).toBe('gpu');
-    expect(resolution.contextTokens).toBe(8192);
+    expect(resolution.contextTokens).toBe(32768);
     expect(resolution.contextSource).toBe('probe');
     expect(resolution.menuEntry?.notes).toBe('default coder');
     expect(resolution.warnings).toEqual([
-      `${QWEN} has a 8192-token window; Claude Code's fixed prompt and compaction need about 128k to work without thrashing, so expect early compaction or "prompt is too long"`,
+      `${QWEN} has a 32768-token window; Claude Code's fixed prompt and compaction need about 128k to work without thrashing, so expect early compaction or "prompt is too long"`,
     ]);
   });
 
@@ -151,12 +151,12 @@ describe('Registry.resolve', () => {
 
   it('prefers an endpoint with a free slot when several serve the name', async () => {
     const busy = await emulator({
-      nCtx: 8192,
+      nCtx: 32768,
       parallel: 1,
       servedNames: ['coder'],
       latency: { prefillMsPerToken: 5000 },
     });
-    const idle = await emulator({ nCtx: 8192, parallel: 1, servedNames: ['coder'] });
+    const idle = await emulator({ nCtx: 32768, parallel: 1, servedNames: ['coder'] });
     const controller = new AbortController();
     onTestFinished(() => controller.abort());
     fetch(`${busy.url}/v1/messages`, {
@@ -185,8 +185,8 @@ describe('Registry.resolve', () => {
   });
 
   it('prefers an exact id on a later endpoint to a substring hit on an earlier one, in resolve and snapshot', async () => {
-    const near = await emulator({ nCtx: 8192, parallel: 1, servedNames: ['qwen3-coder-30b'] });
-    const exact = await emulator({ nCtx: 8192, parallel: 1, servedNames: ['qwen3'] });
+    const near = await emulator({ nCtx: 32768, parallel: 1, servedNames: ['qwen3-coder-30b'] });
+    const exact = await emulator({ nCtx: 32768, parallel: 1, servedNames: ['qwen3'] });
     const registry = await registryFor({
       endpoints: {
         near: { base_url: near.url, backend: 'llama.cpp' },
@@ -245,7 +245,7 @@ describe('Registry.resolve', () => {
 
   it('says a model is served but locked when the endpoint wants a key it does not have', async () => {
     const emu = await emulator({
-      nCtx: 16384,
+      nCtx: 65536,
       parallel: 2,
       apiKey: 'sk-x',
       servedNames: ['coder'],

@@ -1,6 +1,11 @@
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { COMFORTABLE_CONTEXT_TOKENS } from '../../registry/config-defaults.js';
+import {
+  CLAUDE_CODE_FIXED_PROMPT_TOKENS,
+  COMFORTABLE_CONTEXT_TOKENS,
+  MIN_JOB_CONTEXT_TOKENS,
+} from '../../registry/config-defaults.js';
 import { formatConfigIssue } from '../../registry/config-messages.js';
+import { raiseWindowHint } from '../../registry/resolve.js';
 import { answer, jsonResult } from '../results.js';
 import type { McpDeps } from '../server.js';
 
@@ -10,7 +15,7 @@ export function registerListModelsTool(server: McpServer, deps: McpDeps): Regist
     {
       title: 'List local models',
       description:
-        'Probe every configured local endpoint (llama.cpp, vLLM) now and list what is served: endpoint status, served model ids, context window per model, busy slots, and the menu of known models with whether each is running. Call this before run_agent to pick a model. Models with a window under 128k tokens get a warning: Claude Code needs a lot of context.',
+        'Probe every configured local endpoint (llama.cpp, vLLM, Ollama, LM Studio) now and list what is served: endpoint status, loaded model ids, context window per model, busy slots, models installed but not loaded (with the window they will load with, when known), and the menu of known models with whether each is available. Call this before run_agent to pick a model. Models with a window under 128k tokens get a warning: Claude Code needs a lot of context.',
       inputSchema: {},
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
@@ -22,7 +27,9 @@ export function registerListModelsTool(server: McpServer, deps: McpDeps): Regist
           for (const [model, window] of Object.entries(endpoint.context)) {
             if (window < COMFORTABLE_CONTEXT_TOKENS) {
               warnings.push(
-                `${model} on ${endpoint.name} has a ${window}-token window: Claude Code's own prompt is about 12k tokens and it compacts early; expect weaker results on long tasks`,
+                window < MIN_JOB_CONTEXT_TOKENS
+                  ? `${model} on ${endpoint.name} has a ${window}-token window, too small for a job (at least ${MIN_JOB_CONTEXT_TOKENS}): ${raiseWindowHint(endpoint.backend, model, endpoint.slots?.total ?? 1)}`
+                  : `${model} on ${endpoint.name} has a ${window}-token window: Claude Code's own prompt is about ${CLAUDE_CODE_FIXED_PROMPT_TOKENS} tokens and it compacts early; expect weaker results on long tasks`,
               );
             }
           }

@@ -17,7 +17,7 @@ export function registerRegisterEndpointTool(server: McpServer, deps: McpDeps): 
     {
       title: 'Register a local endpoint',
       description:
-        'Add or replace a model server endpoint in models.local.yaml (never the user’s models.yaml). Use it when the user tells you where a llama-server or vLLM runs. Same-named entries of models.yaml are replaced.',
+        'Add or replace a model server endpoint in models.local.yaml (never the user’s models.yaml). Use it when the user tells you where a llama-server, vLLM, Ollama or LM Studio runs. Same-named entries of models.yaml are replaced.',
       inputSchema: {
         name: entryName,
         base_url: z
@@ -26,10 +26,10 @@ export function registerRegisterEndpointTool(server: McpServer, deps: McpDeps): 
         backend: z
           .string()
           .refine((value) => backendKindOf(value) !== undefined, {
-            message: 'backend must be one of llama.cpp, vllm, ollama, other',
+            message: 'backend must be one of llama.cpp, vllm, ollama, lmstudio, other',
           })
           .optional()
-          .describe('Server kind: llama.cpp, vllm, ollama or other ("other" detects it)'),
+          .describe('Server kind: llama.cpp, vllm, ollama, lmstudio or other ("other" detects it)'),
         host: z
           .string()
           .optional()
@@ -39,6 +39,14 @@ export function registerRegisterEndpointTool(server: McpServer, deps: McpDeps): 
           .string()
           .optional()
           .describe('Name of the environment variable that holds the API key (never the key)'),
+        max_concurrent: z
+          .number()
+          .int()
+          .min(1)
+          .optional()
+          .describe(
+            'Parallel requests the server takes, when it cannot tell (Ollama: its OLLAMA_NUM_PARALLEL)',
+          ),
       },
     },
     (input) =>
