@@ -53,8 +53,9 @@ const DEMO_BACKENDS: Record<Dialect, { label: string; options: EmulatorOptions }
   'llama.cpp': { label: 'llama-server', options: { metrics: true } },
   // vLLM needs --enable-auto-tool-choice for Claude Code's tools (docs/backends.md).
   vllm: { label: 'vLLM', options: { toolChoice: true } },
-  ollama: { label: 'Ollama', options: {} },
-  lmstudio: { label: 'LM Studio', options: {} },
+  // Started as docs/backends.md says: a 65536-token window (OLLAMA_CONTEXT_LENGTH, lms load --context-length).
+  ollama: { label: 'Ollama', options: { nCtx: 65536 } },
+  lmstudio: { label: 'LM Studio', options: { nCtx: 65536 } },
 };
 
 function demoBackend(value: string | undefined): Dialect {

@@ -246,4 +246,27 @@ describe('localagents demo', () => {
     expect(demo.stdout).toContain('untouched (clean)');
     expect(demo.stdout).toMatch(/demo succeeded in \d+\.\d s/);
   });
+
+  it.each([
+    ['ollama', 'Ollama', 'cache: not reported by the backend'],
+    ['lmstudio', 'LM Studio', 'prompt tokens:'],
+  ])('runs on the %s look-alike with --backend', async (backend, label, figures) => {
+    const demo = await cli(['demo', '--backend', backend], {
+      env: await isolatedClaudeEnv(),
+      cwd: await tempDir(),
+    });
+    expect(demo.code).toBe(0);
+    expect(demo.stdout).toContain(`(${label} look-alike`);
+    expect(demo.stdout).toMatch(/rewrites: fold_system ×\d+/);
+    expect(demo.stdout).toContain(figures);
+    expect(demo.stdout).toMatch(/demo succeeded in \d+\.\d s/);
+  });
+
+  it('refuses a backend it cannot play, naming the four it can', async () => {
+    const demo = await cli(['demo', '--backend', 'tgi'], { env: await isolatedClaudeEnv() });
+    expect(demo.code).toBe(2);
+    expect(demo.stderr).toContain(
+      '--backend must be llama.cpp, vllm, ollama or lmstudio (got "tgi")',
+    );
+  });
 });

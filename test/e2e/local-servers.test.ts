@@ -101,6 +101,56 @@ describe.each([
   });
 });
 
+describe('finding them', () => {
+  it('detects Ollama and LM Studio behind backend: other by their own routes', async () => {
+    const ollama = await server({ backend: 'ollama', nCtx: 65536 });
+    const lmstudio = await server({ backend: 'lmstudio', nCtx: 65536 });
+    const { client } = await startTestApp(
+      `endpoints:\n  a:\n    base_url: ${ollama.url}\n    backend: other\n  b:\n    base_url: ${lmstudio.url}\n`,
+    );
+    const listed = await callTool(client, 'list_models');
+    expect(listed.endpoints).toEqual([
+      expect.objectContaining({
+        name: 'a',
+        up: true,
+        backend: 'ollama',
+        models: ['qwen3-coder:30b'],
+      }),
+      expect.objectContaining({
+        name: 'b',
+        up: true,
+        backend: 'lmstudio',
+        models: ['qwen/qwen3-coder-30b'],
+        capacity: { total: 4, source: 'backend' },
+      }),
+    ]);
+  });
+
+  it('sends LM Studio its key (Require Authentication) and says which variable is missing', async () => {
+    const emu = await server({ backend: 'lmstudio', nCtx: 65536, apiKey: 'sk-lms-secret' });
+    const withKey = config(emu.url, 'lmstudio', '    api_key_env: LMS_KEY\n');
+    const locked = await startTestApp(withKey);
+    const listed = await callTool(locked.client, 'list_models');
+    expect(listed.endpoints).toEqual([
+      expect.objectContaining({
+        up: false,
+        status: 'unauthorized',
+        error: expect.stringContaining('LMS_KEY is not set in this environment') as unknown,
+      }),
+    ]);
+    const { client } = await startTestApp(withKey, { env: { LMS_KEY: 'sk-lms-secret' } });
+    const done = await callTool(client, 'run_agent', {
+      task: 'Write hello.txt and show it.',
+      cwd: await tempDir(),
+      wait_s: 100,
+    });
+    expect(done.status).toBe('succeeded');
+    const sent = emu.requests.filter((r) => r.path.startsWith('/v1/messages'));
+    expect(sent.length).toBeGreaterThan(0);
+    expect(sent.every((r) => r.headers.authorization === 'Bearer sk-lms-secret')).toBe(true);
+  });
+});
+
 describe('models installed but not loaded', () => {
   it('lists them with the window they will load with, runs one whose Modelfile says it, asks for the rest', async () => {
     const emu = await server({
