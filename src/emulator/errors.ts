@@ -167,7 +167,10 @@ export function vllmValidationError(message: string): {
   return { error: { message, type: 'Bad Request', param: null, code: 400 } };
 }
 
-/** Ollama's status → Anthropic error type table (`anthropic.NewError`, reference §2). */
+/**
+ * Ollama's status → Anthropic error type table (`anthropic.NewError`, reference §2); LM Studio's answers are
+ * assumed to follow Anthropic's own table, which is the same [inferred].
+ */
 export function ollamaErrorType(status: number): string {
   const types: Record<number, string> = {
     400: 'invalid_request_error',
@@ -244,16 +247,8 @@ export function lmstudioContextMessage(promptTokens: number, nCtx: number, old: 
 
 /** A `status` fault's default body on LM Studio: the Anthropic type for the status [inferred]. */
 export function lmstudioErrorForStatus(status: number): AnthropicError {
-  const types: Record<number, string> = {
-    400: 'invalid_request_error',
-    401: 'authentication_error',
-    403: 'permission_error',
-    404: 'not_found_error',
-    429: 'rate_limit_error',
-    503: 'overloaded_error',
-  };
   return lmstudioError(
-    types[status] ?? 'api_error',
+    ollamaErrorType(status),
     status === 503 ? 'Overloaded' : 'Internal Server Error',
   );
 }

@@ -87,48 +87,28 @@ export interface Hit {
 
 /**
  * Live endpoints (config order) where `name` matches; only `endpointName` when the request names one (a hard
- * choice). A menu entry's endpoint and host narrow nothing here: see choose().
+ * choice). A menu entry's endpoint and host narrow nothing here: see choose(). `among: 'installed'` looks at the
+ * models servers have but have not loaded (Ollama, LM Studio), which is asked only when no loaded one fits.
  */
 export function findHits(
   probes: EndpointProbe[],
   name: string,
   menuEntry: ModelEntry | undefined,
   endpointName?: string,
+  among: 'loaded' | 'installed' = 'loaded',
 ): Hit[] {
   const hits: Hit[] = [];
   for (const probe of probes) {
     if (!probe.up) continue;
     if (endpointName !== undefined && probe.name !== endpointName) continue;
-    const matched = matchServedIdWithKind(name, probe.models, menuEntry?.served_name);
-    if (matched !== undefined)
-      hits.push({ probe, servedId: matched.id, match: matched.kind, servedIds: matched.ids });
-  }
-  return hits;
-}
-
-/** Like findHits, among the models servers have installed but not loaded: asked only when no loaded one fits. */
-export function findInstalledHits(
-  probes: EndpointProbe[],
-  name: string,
-  menuEntry: ModelEntry | undefined,
-  endpointName?: string,
-): Hit[] {
-  const hits: Hit[] = [];
-  for (const probe of probes) {
-    const installed = probe.installed ?? [];
-    if (!probe.up || installed.length === 0) continue;
-    if (endpointName !== undefined && probe.name !== endpointName) continue;
-    const ids = installed.map((model) => model.id);
+    const installed = among === 'installed' ? (probe.installed ?? []) : [];
+    const ids = among === 'installed' ? installed.map((model) => model.id) : probe.models;
     const matched = matchServedIdWithKind(name, ids, menuEntry?.served_name);
-    const model = installed.find((candidate) => candidate.id === matched?.id);
-    if (matched !== undefined && model !== undefined)
-      hits.push({
-        probe,
-        servedId: matched.id,
-        match: matched.kind,
-        servedIds: matched.ids,
-        installed: model,
-      });
+    if (matched === undefined) continue;
+    const hit: Hit = { probe, servedId: matched.id, match: matched.kind, servedIds: matched.ids };
+    const model = installed.find((candidate) => candidate.id === matched.id);
+    if (model) hit.installed = model;
+    hits.push(hit);
   }
   return hits;
 }
@@ -283,7 +263,7 @@ export function chooseHit(
 ): Choice {
   const loaded = choose(findHits(probes, name, menuEntry, endpointName), menuEntry);
   if (loaded.kind !== 'none') return loaded;
-  return choose(findInstalledHits(probes, name, menuEntry, endpointName), menuEntry);
+  return choose(findHits(probes, name, menuEntry, endpointName, 'installed'), menuEntry);
 }
 
 function ready(

@@ -263,7 +263,10 @@ describe('localagents demo', () => {
   });
 
   it('refuses a backend it cannot play, naming the four it can', async () => {
-    const demo = await cli(['demo', '--backend', 'tgi'], { env: await isolatedClaudeEnv() });
+    const demo = await cli(['demo', '--backend', 'tgi'], {
+      env: await isolatedClaudeEnv(),
+      cwd: await tempDir(),
+    });
     expect(demo.code).toBe(2);
     expect(demo.stderr).toContain(
       '--backend must be llama.cpp, vllm, ollama or lmstudio (got "tgi")',
