@@ -1,6 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { countPlainEvents, createSseProcessor, type SseProcessor } from './sse.js';
+import {
+  countPlainEvents,
+  createSseProcessor,
+  replaceStartPromptTokens,
+  type SseProcessor,
+} from './sse.js';
 
 const LLAMA = new URL('../../test/fixtures/llama.cpp/', import.meta.url);
 
@@ -287,5 +292,44 @@ describe('countPlainEvents', () => {
   it('is not fooled by event names inside the data', () => {
     const text = 'event: content_block_delta\ndata: {"text":"event: error"}\n\n';
     expect(countPlainEvents(Buffer.from(text))).toBe(1);
+  });
+});
+
+describe('the prompt size message_start reports (Ollama: a four-characters estimate)', () => {
+  // Ollama's stream as ollama-lmstudio.md §1 gives it: an estimate in message_start, the count in message_delta.
+  const ollamaStream = [
+    'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_0","type":"message","role":"assistant","model":"q","content":[],"usage":{"input_tokens":2500,"output_tokens":0}}}\n\n',
+    'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+    'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}\n\n',
+    'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+    'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":9100,"output_tokens":1}}\n\n',
+    'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+  ].join('');
+
+  it('reports the shim’s estimate instead, and keeps the backend’s figures for the log', () => {
+    const sse = createSseProcessor({
+      model: 'q',
+      holdLeadingError: () => false,
+      promptTokens: 9000,
+    });
+    const out = events(run(sse, ollamaStream, 7));
+    expect(out[0]?.data).toMatchObject({
+      message: { usage: { input_tokens: 9000, output_tokens: 0 } },
+    });
+    expect(sse.summary.repairs).toContain('count_prompt_tokens');
+    expect(sse.summary.usage?.input_tokens).toBe(9100);
+    expect(sse.summary.deltaInputTokens).toBe(9100);
+  });
+
+  it('puts the real count into held events once message_delta has it', () => {
+    const replaced = replaceStartPromptTokens(Buffer.from(ollamaStream), 9100).toString('utf8');
+    expect(events(replaced)[0]?.data).toMatchObject({
+      message: { id: 'msg_0', usage: { input_tokens: 9100, output_tokens: 0 } },
+    });
+    expect(replaced.slice(replaced.indexOf('event: content_block_start'))).toBe(
+      ollamaStream.slice(ollamaStream.indexOf('event: content_block_start')),
+    );
+    const noStart = Buffer.from('event: ping\ndata: {"type":"ping"}\n\n');
+    expect(replaceStartPromptTokens(noStart, 5)).toBe(noStart);
   });
 });

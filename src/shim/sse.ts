@@ -20,7 +20,8 @@ export type StreamRepair =
   | 'drop_done'
   | 'synth_message_start'
   | 'repair_message_start'
-  | 'translate_stream_error';
+  | 'translate_stream_error'
+  | 'count_prompt_tokens';
 
 export interface StreamUsage {
   input_tokens: number;
@@ -76,6 +77,11 @@ export interface SseProcessorOptions {
    * the prompt, and the stream ends with that error instead of the answer the model gave without its instructions.
    */
   verifyInputTokens?: (inputTokens: number) => ClientError | undefined;
+  /**
+   * The prompt size message_start should report instead of the backend's, which is only Ollama's four-characters
+   * estimate there (ollama-lmstudio.md §1): Claude Code decides when to compact from it (contract §3.4).
+   */
+  promptTokens?: number;
 }
 
 /** The events that make up almost all of a stream and never need a look: counted and passed on untouched. */
@@ -137,6 +143,35 @@ const JSON_EVENTS = new Set([
   'message_stop',
 ]);
 
+/** A message_start frame whose usage says `promptTokens` (output and cache figures as they were). */
+function withPromptTokens(data: Record<string, unknown>, promptTokens: number): Buffer {
+  const message = isRecord(data.message) ? data.message : {};
+  const usage = isRecord(message.usage) ? message.usage : {};
+  return frame('message_start', {
+    ...data,
+    message: { ...message, usage: { ...usage, input_tokens: promptTokens } },
+  });
+}
+
+/**
+ * Held events (a whole answer up to its message_delta) with the message_start's prompt size replaced: once the
+ * backend's real count is in, that is what Claude Code should read, not the estimate message_start carried.
+ */
+export function replaceStartPromptTokens(held: Buffer, promptTokens: number): Buffer {
+  const start = held.indexOf('event: message_start\n');
+  if (start === -1) return held;
+  let end = held.indexOf(SEPARATOR, start);
+  if (end === -1) return held;
+  end += SEPARATOR.length;
+  const data = parseJson(eventData(held.subarray(start, end)));
+  if (!data) return held;
+  return Buffer.concat([
+    held.subarray(0, start),
+    withPromptTokens(data, promptTokens),
+    held.subarray(end),
+  ]);
+}
+
 export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
   let pending: Buffer | undefined;
   let started = false;
@@ -190,6 +225,10 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     const usage: StreamUsage = { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: null };
     readUsage(message.usage ?? data.usage, usage);
     summary.usage = usage;
+    if (options.promptTokens !== undefined && isRecord(message.usage)) {
+      summary.repairs.add('count_prompt_tokens');
+      return withPromptTokens(data, options.promptTokens);
+    }
     if (message.type === 'message' && message.role === 'assistant' && message.usage !== undefined)
       return undefined;
     summary.repairs.add('repair_message_start');

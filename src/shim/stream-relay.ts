@@ -4,7 +4,7 @@ import { anthropicErrorEvent } from './errors.js';
 import { endResponse, sendJson, writeBody, writeHead, type Exchange } from './exchange.js';
 import { isRecord } from './fold-system.js';
 import { estimatePromptTokens } from './normalize.js';
-import { createSseProcessor } from './sse.js';
+import { createSseProcessor, replaceStartPromptTokens } from './sse.js';
 import { truncationNote, type AnswerCheck } from './truncation-guard.js';
 import { sendClientError, translateAndSend } from './translate.js';
 
@@ -49,6 +49,8 @@ export function relayStream(
     promptTokensEstimate: estimatePromptTokens(line.bytes_upstream || line.bytes_in),
     onBackendError: route.onBackendError,
     ...(check ? { verifyInputTokens: check.verify } : {}),
+    // Streamed: the shim's estimate in the backend's tokens; held, the real count replaces it at release.
+    ...(check && !check.hold ? { promptTokens: check.estimate } : {}),
   });
   const headers = {
     'content-type': upstream.headers['content-type'] ?? 'text/event-stream',
@@ -146,7 +148,13 @@ export function relayStream(
       }
       if (held.length > 0) {
         commit();
-        writeBody(exchange, Buffer.concat(held));
+        const counted = processor.summary.deltaInputTokens;
+        const answer = Buffer.concat(held);
+        writeBody(
+          exchange,
+          counted === undefined ? answer : replaceStartPromptTokens(answer, counted),
+        );
+        if (counted !== undefined) line.rewrites.push('count_prompt_tokens');
         held.length = 0;
       }
       return false;

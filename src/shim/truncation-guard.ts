@@ -169,6 +169,8 @@ export function createTruncationGuard(window: number): TruncationGuard {
 /** How the relay treats one answer on a guarded route: held back or not, and the check of its prompt count. */
 export interface AnswerCheck {
   hold: boolean;
+  /** The prompt in the backend's tokens, as well as the guard can tell before the answer counts it. */
+  estimate: number;
   /** The error to answer instead when the reported count shows a truncated prompt. */
   verify: (reportedInputTokens: number) => ClientError | undefined;
 }
@@ -182,6 +184,7 @@ export function answerCheck(
 ): AnswerCheck {
   return {
     hold: decision.kind === 'hold',
+    estimate: decision.estimate,
     verify: (reported) => {
       const verdict = guard.after(bodyBytes, reported, conversation);
       return verdict.truncated ? promptTooLong(verdict.estimate, guard.window) : undefined;

@@ -72,6 +72,8 @@ describe.each([
       expect(sent.messages.every((message) => message.role !== 'system')).toBe(true);
     }
     if (backend === 'ollama') {
+      // Ollama's message_start has a four-characters estimate: claude is told the guard's count instead.
+      expect(messages.some((line) => line.rewrites.includes('count_prompt_tokens'))).toBe(true);
       // Ollama reports no cache figures: the record says so instead of 0 %.
       expect(record.backend?.cache_reported).toBe(false);
       expect(record.backend?.cache_hit_rate).toBeNull();
