@@ -13,7 +13,7 @@ export function renderJobTable(records: JobRecord[], now: Date = new Date()): st
     return 'no jobs yet: start one with `localagents run "<task>"` or run_agent';
   const rows = records.map((record) => [
     record.id,
-    record.status,
+    record.status === 'queued' && record.queue ? `queued #${record.queue.position}` : record.status,
     record.served_model ?? record.requested_model ?? '-',
     elapsedSeconds(record, now),
     String(record.files_touched.length),
@@ -71,6 +71,10 @@ export function renderJob(
     `files touched: ${record.files_touched.join(', ') || 'none'}`,
   ];
   if (record.resumed_from) lines.push(`resumed from: ${record.resumed_from}`);
+  if (record.status === 'queued' && record.queue)
+    lines.push(
+      `queue: #${record.queue.position} since ${record.queue.since}: ${record.queue.reason}`,
+    );
   if (record.last_activity && !record.finished_at)
     lines.push(`last activity: ${record.last_activity.text}`);
   if (record.result_text)
@@ -114,6 +118,8 @@ export function renderJob(
 
 /** One progress line: elapsed time, turn, last activity. */
 export function renderProgress(record: JobRecord, now: Date = new Date()): string {
+  if (record.status === 'queued' && record.queue)
+    return `[${elapsedSeconds(record, now)}] queued #${record.queue.position} · ${clipText(record.queue.reason, 100)}`;
   const activity =
     record.last_activity?.text ??
     (record.status === 'queued' ? 'starting' : 'waiting for the model');

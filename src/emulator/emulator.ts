@@ -282,6 +282,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     res.on('close', () => {
       if (!res.writableFinished) controller.abort();
       record.status = res.statusCode;
+      record.finishedAt = Date.now();
       log.changed();
     });
     await ROUTES[state.backend](state, req, res, raw, record, controller.signal);

@@ -22,6 +22,8 @@ export interface RecordedRequest {
   rawBody: string;
   status: number;
   receivedAt: number;
+  /** When its answer ended or its client left (Date.now()); undefined while it is open. */
+  finishedAt?: number;
   /** The rendered prompt's tokens, before any truncation. */
   promptTokens?: number;
   /** Ollama: the tokens kept after its silent truncation (only when it truncated). */

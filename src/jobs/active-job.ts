@@ -11,5 +11,7 @@ export interface ActiveJob {
   /** Set when another job used the same endpoint while this one ran (speeds become server-wide). */
   overlapped: boolean;
   readonly listeners: Set<(record: JobRecord) => void>;
+  /** Requests the job's shim route has open now (set once it runs): the scheduler's view of its own load. */
+  inflight?: () => number;
   done: Promise<void>;
 }

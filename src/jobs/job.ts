@@ -162,6 +162,14 @@ export const jobRecordSchema = z.object({
    * through Bash included); null when it cannot be told (no repository, or a worktree job).
    */
   changed_on_disk: z.boolean().nullable().default(null),
+  /**
+   * While the job is queued: its place among the jobs waiting for its model (1 is next), why it waits
+   * ("waiting for a free slot on desk (2/2 busy)") and since when; null once it started (scheduler.ts).
+   */
+  queue: z
+    .object({ position: z.number(), reason: z.string(), since: z.string() })
+    .nullable()
+    .default(null),
   /** A job that ended with no edits and no meaningful result text: it may have done nothing. */
   possible_no_op: z.boolean(),
   warnings: z.array(z.string()),

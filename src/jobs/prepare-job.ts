@@ -85,14 +85,22 @@ export function newRecordFor(input: NewRecordInput): JobRecord {
       `served id "${ready.servedId}" looks like a Claude model name: Claude Code ignores CLAUDE_CODE_MAX_CONTEXT_TOKENS for such names, so it assumes a larger window than ${ready.contextTokens === undefined ? 'the server has' : `${ready.contextTokens} tokens`} and may overflow; serve the model under another name (llama-server --alias, vLLM --served-model-name)`,
     );
   }
+  return { ...record, ...placementFields(ready), warnings };
+}
+
+/**
+ * Where the job runs, as the record says it: set when it is queued (where it would run now) and again when
+ * the scheduler gives it a slot, possibly on another endpoint serving the same model.
+ */
+export function placementFields(
+  ready: ReadyEndpoint,
+): Pick<JobRecord, 'served_model' | 'endpoint' | 'base_url' | 'context_tokens' | 'context_source'> {
   return {
-    ...record,
     served_model: ready.servedId,
     endpoint: ready.endpoint.name,
     base_url: redactUrl(ready.endpoint.base_url),
     context_tokens: ready.contextTokens ?? null,
     context_source: ready.contextSource,
-    warnings,
   };
 }
 

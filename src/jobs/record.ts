@@ -49,6 +49,7 @@ export function newJobRecord(input: NewJobInput): JobRecord {
     usage: null,
     backend: null,
     changed_on_disk: null,
+    queue: null,
     last_tool: null,
     possible_no_op: false,
     warnings: [],
@@ -87,6 +88,8 @@ export interface JobSummary {
   last_activity?: string;
   result_text?: string;
   error?: NonNullable<JobRecord['error']>;
+  /** While queued: its place among the jobs waiting for its model, and why it waits. */
+  queue?: { position: number; reason: string };
   /** Only when true: the job ended without edits and without a real report. */
   possible_no_op?: true;
   warnings?: string[];
@@ -110,6 +113,7 @@ function diffstatLine(record: JobRecord): string | null {
 function nextStep(record: JobRecord): string {
   switch (record.status) {
     case 'queued':
+      return 'it starts by itself when a slot frees up: call wait_job with this job_id (each call returns within 110 s), or cancel_job';
     case 'running':
       return 'call wait_job again with this job_id (each call returns within 110 s)';
     case 'succeeded':
@@ -168,6 +172,8 @@ export function summarizeJob(record: JobRecord, now: Date = new Date()): JobSumm
   if (record.files_touched.length > 0 || (!active && start !== null))
     summary.files_touched = record.files_touched;
   if (active && record.last_activity) summary.last_activity = record.last_activity.text;
+  if (record.status === 'queued' && record.queue)
+    summary.queue = { position: record.queue.position, reason: record.queue.reason };
   if (record.result_text !== null) summary.result_text = record.result_text;
   if (record.error !== null) summary.error = record.error;
   if (record.possible_no_op) summary.possible_no_op = true;

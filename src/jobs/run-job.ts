@@ -36,6 +36,7 @@ export interface JobShim {
   addRoute(config: RouteConfig): {
     baseUrl: string;
     stats(): RouteStats;
+    inflight(): number;
     close(): Promise<void> | void;
   };
 }
@@ -246,6 +247,7 @@ async function start(run: JobRun): Promise<AsyncGenerator<unknown, void, undefin
     }),
   );
   run.route = route;
+  job.inflight = () => route.inflight();
   // Taken while claude starts (≥ 0.5 s before its first request), so it costs the job no time. Ollama and LM
   // Studio have no /metrics (docs/backends.md): not asked.
   run.metricsBefore = hasMetrics(ready.endpoint.backend)

@@ -1,22 +1,31 @@
 import { join } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
 import type { Registry } from '../registry/registry.js';
-import type { NotReadyResolution } from '../registry/resolve.js';
+import type { NotReadyResolution, ResolveRequest } from '../registry/resolve.js';
 import { createJobId, validateJobId } from './ids.js';
 import { isTerminalStatus, type JobRecord, type JobRequest } from './job.js';
-import { attachWorktree, checkRequest, newRecordFor, resumableJob } from './prepare-job.js';
+import {
+  attachWorktree,
+  checkRequest,
+  newRecordFor,
+  placementFields,
+  resumableJob,
+} from './prepare-job.js';
 import type { ActiveJob } from './active-job.js';
 import { completeOnce, type CompleteRequest, type Completion } from './complete.js';
 import { readyEndpoint } from './ready-endpoint.js';
 import { cancelElsewhere, recoverJobs, type Recovery } from './recover.js';
-import { executeJob, type ExecuteDeps } from './run-job.js';
+import { createLeaseStore } from './leases.js';
+import { waitForSlot } from './queue-job.js';
+import { executeJob, type ExecuteDeps, type JobSettings } from './run-job.js';
+import { createScheduler } from './scheduler.js';
 import { buildSystemPromptAppend, delegateToolLists } from './session-env.js';
 import { JOB_FILES, type JobListing } from './store.js';
 import { waitForRecordElsewhere } from './watch-record.js';
 import { moveRepoPaths, worktreeNotice } from './worktree-brief.js';
 
-/** What the runner needs of the registry: resolution of a model name and the defaults (registry.ts). */
-export type JobRegistry = Pick<Registry, 'resolve' | 'defaults' | 'keyVariables'>;
+/** What the runner needs of the registry: resolution, fresh probes for the queue, the defaults (registry.ts). */
+export type JobRegistry = Pick<Registry, 'resolve' | 'snapshot' | 'defaults' | 'keyVariables'>;
 
 export type StartOutcome =
   | { kind: 'started'; record: JobRecord }
@@ -55,6 +64,14 @@ export function createRunner(deps: RunnerDeps): Runner {
   const active = new Map<string, ActiveJob>();
   const byEndpoint = new Map<string, Set<ActiveJob>>();
   let closed = false;
+  const scheduler = createScheduler({
+    snapshot: (signal) => deps.registry.snapshot(signal),
+    leases: createLeaseStore(deps.stateDir),
+    inflight: (baseUrl) =>
+      [...(byEndpoint.get(baseUrl) ?? [])].reduce((sum, job) => sum + (job.inflight?.() ?? 0), 0),
+    graceMs: async () => (await deps.registry.defaults()).backend_grace_s * 1000,
+    diagnostics: deps.diagnostics,
+  });
 
   /** The registry's answer for a model and endpoint, either left out when not given. */
   const resolve = (model: string | undefined, endpoint: string | undefined) =>
@@ -77,6 +94,44 @@ export function createRunner(deps: RunnerDeps): Runner {
 
   const get = async (id: string): Promise<JobRecord> =>
     active.get(validateJobId(id))?.record ?? (await retryUnsaved(id)) ?? deps.store.read(id);
+
+  /**
+   * A job's life after its record exists: it waits for a slot (scheduler.ts), then runs on the endpoint it got,
+   * holding that slot until it ends.
+   */
+  const queueThenRun = async (
+    job: ActiveJob,
+    request: ResolveRequest,
+    settings: JobSettings,
+  ): Promise<void> => {
+    const placed = await waitForSlot(
+      { store: deps.store, scheduler, diagnostics: deps.diagnostics },
+      job,
+      request,
+    );
+    if (!placed) return;
+    const ready = readyEndpoint(placed.resolution);
+    job.record = { ...job.record, ...placementFields(ready) };
+    const peers = byEndpoint.get(ready.endpoint.base_url) ?? new Set<ActiveJob>();
+    byEndpoint.set(ready.endpoint.base_url, peers);
+    for (const peer of peers) peer.overlapped = true;
+    job.overlapped = peers.size > 0;
+    peers.add(job);
+    try {
+      const saved = await executeJob(deps, job, ready, {
+        ...settings,
+        secretVariables: [
+          ...settings.secretVariables,
+          ...(ready.apiKeyEnv === undefined ? [] : [ready.apiKeyEnv]),
+        ],
+      });
+      if (!saved) unsaved.set(job.record.id, job.record);
+    } finally {
+      peers.delete(job);
+      await placed.lease.release().catch(() => undefined);
+      scheduler.wake();
+    }
+  };
 
   const start = async (request: JobRequest): Promise<StartOutcome> => {
     if (closed)
@@ -121,13 +176,8 @@ export function createRunner(deps: RunnerDeps): Runner {
       listeners: new Set(),
       done: Promise.resolve(),
     };
-    const peers = byEndpoint.get(ready.endpoint.base_url) ?? new Set<ActiveJob>();
-    byEndpoint.set(ready.endpoint.base_url, peers);
-    for (const peer of peers) peer.overlapped = true;
-    job.overlapped = peers.size > 0;
-    peers.add(job);
     active.set(id, job);
-    job.done = executeJob(deps, job, ready, {
+    const settings: JobSettings = {
       prompt: worktree
         ? moveRepoPaths(request.task, worktree.repo_root, worktree.path)
         : request.task,
@@ -148,19 +198,13 @@ export function createRunner(deps: RunnerDeps): Runner {
       backendGraceS: defaults.backend_grace_s,
       delegateMcp: defaults.delegate_mcp,
       // The shim holds the backend's key; the delegate (and whatever its model runs) never sees one.
-      secretVariables: [
-        ...(await deps.registry.keyVariables()),
-        ...(ready.apiKeyEnv === undefined ? [] : [ready.apiKeyEnv]),
-      ],
-    })
-      .then((saved) => {
-        if (!saved) unsaved.set(id, job.record);
-      })
+      secretVariables: await deps.registry.keyVariables(),
+    };
+    job.done = queueThenRun(job, { model, endpoint }, settings)
       .catch((error: unknown) =>
         deps.diagnostics.error(`job ${id} crashed`, { error: String(error) }),
       )
       .finally(() => {
-        peers.delete(job);
         active.delete(id);
         for (const listener of job.listeners) listener(job.record);
       });
@@ -240,6 +284,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       job.termination ??= 'shutdown';
       job.controller.abort();
     }
+    scheduler.close();
     await Promise.all(running.map((job) => job.done));
     // A last try for records the disk refused; what still fails is relabelled interrupted at the next start.
     for (const id of [...unsaved.keys()]) await retryUnsaved(id);

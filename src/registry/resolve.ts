@@ -426,3 +426,39 @@ export function resolveModel(
     : `'${name}' is not running ${where ? `on ${where}` : 'anywhere'}. Ask the user to bring it up${menuEntry?.host ? ` on ${menuEntry.host}` : ''}.`;
   return unavailable(name, menuEntry, probes, lead);
 }
+
+/** Every live endpoint a job on this request could run on, best first by the rules of resolveModel. */
+export type Placements = { kind: 'ready'; options: ReadyResolution[] } | NotReadyResolution;
+
+/**
+ * resolveModel's answer, and besides its choice every other live endpoint serving the same id (loaded, or
+ * installed with a known window), each as ready as the first: the scheduler puts a job on whichever has room.
+ * A request that names an endpoint gets that endpoint only.
+ */
+export function resolvePlacements(
+  configResult: ConfigResult,
+  probes: EndpointProbe[],
+  request: ResolveRequest,
+): Placements {
+  const first = resolveModel(configResult, probes, request);
+  if (first.kind !== 'ready') return first;
+  if (!configResult.ok) return { kind: 'ready', options: [first] };
+  const options: ReadyResolution[] = [first];
+  const name = request.model ?? configResult.config.defaults.model ?? first.servedId;
+  for (const probe of probes) {
+    if (!probe.up || probe.name === first.probe.name) continue;
+    if (request.endpoint !== undefined && probe.name !== request.endpoint) continue;
+    const installed = probe.installed?.find((model) => model.id === first.servedId);
+    if (!probe.models.includes(first.servedId) && !installed) continue;
+    const hit: Hit = {
+      probe,
+      servedId: first.servedId,
+      match: 'exact',
+      servedIds: [first.servedId],
+    };
+    if (!probe.models.includes(first.servedId) && installed) hit.installed = installed;
+    const other = ready(configResult.config, hit, first.menuEntry, probes, name);
+    if (other.kind === 'ready') options.push(other);
+  }
+  return { kind: 'ready', options };
+}

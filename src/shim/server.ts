@@ -24,6 +24,8 @@ export interface ShimRoute {
   /** `${shim.url}/j/${token}`: what ANTHROPIC_BASE_URL is set to. */
   baseUrl: string;
   stats(): RouteStats;
+  /** Requests open on the route now. */
+  inflight(): number;
   /** Unregisters the route, aborts its requests in flight, flushes its log. */
   close(): Promise<void>;
 }
@@ -168,6 +170,7 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
       token,
       baseUrl: `${url}/j/${token}`,
       stats: () => copyStats(runtime.stats),
+      inflight: () => runtime.open.size,
       close: () => {
         closed ??= (async () => {
           routes.delete(token);

@@ -38,6 +38,10 @@ export function registerListJobsTool(server: McpServer, deps: McpDeps): Register
           isolation: record.isolation,
           files_touched: record.files_touched.length,
           possible_no_op: record.possible_no_op,
+          // Where a waiting job stands, and why (scheduler.ts).
+          ...(record.status === 'queued' && record.queue
+            ? { queue: { position: record.queue.position, reason: record.queue.reason } }
+            : {}),
         }));
         return jsonResult({
           jobs,
