@@ -14,6 +14,7 @@ import { createApp } from '../src/app.js';
 import { silentDiagnostics } from '../src/diagnostics.js';
 import { startEmulator, type Emulator } from '../src/emulator/emulator.js';
 import { configPaths } from '../src/registry/config.js';
+import { claudeBenchEnv } from './support.js';
 import type { RequestLogLine } from '../src/shim/log.js';
 
 const root = await mkdtemp(join(tmpdir(), 'localagents-bench-affinity-'));
@@ -47,12 +48,7 @@ await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
 const address = relay.address();
 const relayUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 
-const env: Record<string, string> = {};
-for (const [key, value] of Object.entries(process.env)) {
-  if (value !== undefined && !key.startsWith('ANTHROPIC_') && !key.startsWith('CLAUDE'))
-    env[key] = value;
-}
-env.HOME = home;
+const env = claudeBenchEnv(home);
 
 async function oneJob(
   name: string,

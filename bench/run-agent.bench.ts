@@ -21,6 +21,7 @@ import { createApp } from '../src/app.js';
 import { silentDiagnostics } from '../src/diagnostics.js';
 import { startEmulator } from '../src/emulator/emulator.js';
 import { configPaths } from '../src/registry/config.js';
+import { claudeBenchEnv } from './support.js';
 
 const TASK = 'Write hello.txt.';
 const root = await mkdtemp(join(tmpdir(), 'localagents-bench-run-'));
@@ -34,12 +35,7 @@ await writeFile(
   `endpoints:\n  emu:\n    base_url: ${emulator.url}\n    backend: llama.cpp\n`,
 );
 
-const baseEnv: Record<string, string> = {};
-for (const [key, value] of Object.entries(process.env)) {
-  if (value !== undefined && !key.startsWith('ANTHROPIC_') && !key.startsWith('CLAUDE'))
-    baseEnv[key] = value;
-}
-const env = { ...baseEnv, HOME: home };
+const env = claudeBenchEnv(home);
 const app = createApp({
   stateDir: join(root, 'state'),
   configPaths: configPaths({ configFlag: join(root, 'models.yaml'), cwd: root, env }),

@@ -15,6 +15,7 @@ import { silentDiagnostics } from '../src/diagnostics.js';
 import { startEmulator } from '../src/emulator/emulator.js';
 import type { JobRecord } from '../src/jobs/job.js';
 import { configPaths } from '../src/registry/config.js';
+import { claudeBenchEnv } from './support.js';
 
 const JOBS = 16;
 const SLOTS = 4;
@@ -30,12 +31,7 @@ await writeFile(
   join(root, 'models.yaml'),
   `defaults:\n  timeout_s: 300\nendpoints:\n  desk:\n    base_url: ${emulator.url}\n    backend: llama.cpp\n`,
 );
-const env: Record<string, string> = { HOME: home };
-for (const [key, value] of Object.entries(process.env)) {
-  if (value !== undefined && !key.startsWith('ANTHROPIC_') && !key.startsWith('CLAUDE'))
-    env[key] = value;
-}
-env.HOME = home;
+const env = claudeBenchEnv(home);
 const app = createApp({
   stateDir: join(root, 'state'),
   configPaths: configPaths({ configFlag: join(root, 'models.yaml'), cwd: root, env }),

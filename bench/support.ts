@@ -1,5 +1,5 @@
 /**
- * What the shim benchmarks share: the emulator in its own process (a real backend is another process), a
+ * What the benchmarks share: the environment a benchmark's `claude` gets, and for the shim benchmarks the emulator in its own process (a real backend is another process), a
  * bare `req.pipe()` relay as the floor of any extra HTTP hop and the shim, each in its own process too, and the
  * request bodies they send.
  */
@@ -91,4 +91,17 @@ export function megabyteBody(firstTurn: Buffer, servedId: string): Buffer {
     },
   );
   return Buffer.from(JSON.stringify(body));
+}
+
+/**
+ * The environment of a benchmark's `claude`: this process's, minus every Anthropic and Claude Code setting (the
+ * runner sets its own), with a private HOME so nothing of the user's Claude Code is read or written.
+ */
+export function claudeBenchEnv(home: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !key.startsWith('ANTHROPIC_') && !key.startsWith('CLAUDE'))
+      env[key] = value;
+  }
+  return { ...env, HOME: home };
 }

@@ -140,3 +140,26 @@ describe('renderProgress', () => {
     );
   });
 });
+
+describe('a queued job', () => {
+  const queued: JobRecord = {
+    ...record,
+    status: 'queued',
+    started_at: null,
+    finished_at: null,
+    queue: {
+      position: 3,
+      reason: 'waiting for a free slot on desk (2/2 busy)',
+      since: '2026-11-29T10:00:02Z',
+    },
+  };
+  it('says its place and why it waits, in the progress line, the table and the record', () => {
+    expect(renderProgress(queued, now)).toBe(
+      '[-] queued #3 · waiting for a free slot on desk (2/2 busy)',
+    );
+    expect(renderJobTable([queued], now)).toContain('queued #3');
+    expect(renderJob(queued, now)).toContain(
+      'queue: #3 since 2026-11-29T10:00:02Z: waiting for a free slot on desk (2/2 busy)',
+    );
+  });
+});
