@@ -145,6 +145,8 @@ Options:
   --max-turns N             most model turns (default defaults.max_turns, 60)
   --permission-mode M       default|acceptEdits|bypassPermissions|plan|dontAsk (default acceptEdits)
   --append-system-prompt T  extra instructions for the delegate
+  --verify CMD              shell command run in the job directory afterwards; a failure fails the job
+  --verify-retries N        rounds the delegate gets to fix a failed verification (default 0)
   --detach                  start the job in the background, print its id and return
   --json                    print the final job.json as the only thing on stdout
   --config F                the user models.yaml

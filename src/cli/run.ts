@@ -19,6 +19,8 @@ const OPTIONS = {
   'max-turns': { type: 'string' },
   'permission-mode': { type: 'string' },
   'append-system-prompt': { type: 'string' },
+  verify: { type: 'string' },
+  'verify-retries': { type: 'string' },
   detach: { type: 'boolean' },
   json: { type: 'boolean' },
   // Internal: the background half of --detach prints the id on stdout, then nothing more.
@@ -127,6 +129,11 @@ export const runRun: CommandRun = async (context) => {
           ? permissionMode
           : undefined,
       systemPromptAppend: values['append-system-prompt'],
+      verify: values.verify,
+      verifyRetries:
+        values['verify-retries'] === undefined
+          ? undefined
+          : integerFlag('run', 'verify-retries', values['verify-retries'], 0, 0),
     });
     if (outcome.kind === 'not_ready') {
       const resolution = outcome.resolution;

@@ -10,6 +10,8 @@ export const JOB_STATUSES = [
   'timeout',
   'cancelled',
   'interrupted',
+  /** The session ended well but the job's verify command failed (after any verify_retries rounds). */
+  'failed_verification',
 ] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
@@ -19,6 +21,7 @@ const TERMINAL: ReadonlySet<JobStatus> = new Set([
   'timeout',
   'cancelled',
   'interrupted',
+  'failed_verification',
 ]);
 
 export function isTerminalStatus(status: JobStatus): boolean {
@@ -117,10 +120,26 @@ export const jobErrorSchema = z.object({
     'backend_config',
     /** The backend was gone or kept loading past defaults.backend_grace_s. */
     'backend_down',
+    /** The verify command failed after the session (and its verify_retries rounds). */
+    'verification_failed',
   ]),
   message: z.string(),
 });
 export type JobError = z.infer<typeof jobErrorSchema>;
+
+/** The job's verify command, as it ran after the session (its last round). */
+export const verificationSchema = z.object({
+  command: z.string(),
+  /** null: it did not exit by itself (timed out, or the job was stopped). */
+  exit_code: z.number().nullable(),
+  passed: z.boolean(),
+  duration_s: z.number(),
+  /** The last lines of its output (stdout and stderr together), at most 4 KB. */
+  output_tail: z.string(),
+  /** Verification rounds run: 1 + the retries the session got (verify_retries). */
+  rounds: z.number(),
+});
+export type Verification = z.infer<typeof verificationSchema>;
 
 export const jobRecordSchema = z.object({
   version: z.literal(1),
@@ -170,6 +189,7 @@ export const jobRecordSchema = z.object({
     .object({ position: z.number(), reason: z.string(), since: z.string() })
     .nullable()
     .default(null),
+  verification: verificationSchema.nullable().default(null),
   /** A job that ended with no edits and no meaningful result text: it may have done nothing. */
   possible_no_op: z.boolean(),
   warnings: z.array(z.string()),
@@ -194,4 +214,8 @@ export interface JobRequest {
   systemPromptAppend?: string | undefined;
   resumeJob?: string | undefined;
   timeoutS?: number | undefined;
+  /** A shell command run in the job's directory after the session; its failure fails the job. */
+  verify?: string | undefined;
+  /** Rounds the session gets to fix a failed verification (the output as its next message). */
+  verifyRetries?: number | undefined;
 }

@@ -125,3 +125,72 @@ export function spawnDetached(
     );
   });
 }
+
+export interface ShellOutcome {
+  /** null: it did not exit by itself (timed out, or stopped by the signal). */
+  exitCode: number | null;
+  timedOut: boolean;
+  /** stdout and stderr as they interleaved, the last `keepBytes` of them. */
+  output: string;
+  durationMs: number;
+}
+
+/**
+ * A user's shell command (a job's verify command) in `cwd`, in a process group of its own so a timeout or a
+ * cancel stops whatever it started too; its output kept to the last `keepBytes`.
+ */
+export function runShellCommand(options: {
+  command: string;
+  cwd: string;
+  env: Record<string, string | undefined>;
+  timeoutMs: number;
+  signal: AbortSignal;
+  keepBytes: number;
+}): Promise<ShellOutcome> {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const child = spawn('/bin/sh', ['-c', options.command], {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let output = Buffer.alloc(0);
+    const keep = (chunk: Buffer): void => {
+      output = Buffer.concat([output, chunk]);
+      if (output.length > options.keepBytes * 2) output = output.subarray(-options.keepBytes);
+    };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    let timedOut = false;
+    const stop = (): void => {
+      if (child.pid === undefined || child.exitCode !== null) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop();
+    }, options.timeoutMs);
+    const onAbort = (): void => stop();
+    options.signal.addEventListener('abort', onAbort, { once: true });
+    const done = (exitCode: number | null): void => {
+      clearTimeout(timer);
+      options.signal.removeEventListener('abort', onAbort);
+      resolve({
+        exitCode: timedOut || options.signal.aborted ? null : exitCode,
+        timedOut,
+        output: output.subarray(-options.keepBytes).toString('utf8'),
+        durationMs: performance.now() - started,
+      });
+    };
+    child.on('error', (error) => {
+      keep(Buffer.from(`${String(error)}\n`));
+      done(null);
+    });
+    child.on('close', (code) => done(code));
+  });
+}

@@ -27,6 +27,7 @@ export interface ModelSettings {
   env?: Record<string, string> | undefined;
   max_turns?: number | undefined;
   permission_mode?: PermissionMode | undefined;
+  verify?: string | undefined;
 }
 
 /** The part of a ready resolution a job needs, with the resolution's warnings for the record. */
@@ -47,10 +48,15 @@ export function readyEndpoint(resolution: ReadyResolution): ReadyEndpoint & { wa
 
 function modelSettingsOf({ menuEntry }: ReadyResolution): ModelSettings | undefined {
   if (!menuEntry) return undefined;
-  const { env, max_turns, permission_mode } = menuEntry;
-  if (env === undefined && max_turns === undefined && permission_mode === undefined)
+  const { env, max_turns, permission_mode, verify } = menuEntry;
+  if (
+    env === undefined &&
+    max_turns === undefined &&
+    permission_mode === undefined &&
+    verify === undefined
+  )
     return undefined;
-  return { env, max_turns, permission_mode };
+  return { env, max_turns, permission_mode, verify };
 }
 
 /**

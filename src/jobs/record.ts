@@ -50,6 +50,7 @@ export function newJobRecord(input: NewJobInput): JobRecord {
     backend: null,
     changed_on_disk: null,
     queue: null,
+    verification: null,
     last_tool: null,
     possible_no_op: false,
     warnings: [],
@@ -90,6 +91,8 @@ export interface JobSummary {
   error?: NonNullable<JobRecord['error']>;
   /** While queued: its place among the jobs waiting for its model, and why it waits. */
   queue?: { position: number; reason: string };
+  /** The verify command's last round, when the job has one. */
+  verification?: NonNullable<JobRecord['verification']>;
   /** Only when true: the job ended without edits and without a real report. */
   possible_no_op?: true;
   warnings?: string[];
@@ -130,6 +133,8 @@ function nextStep(record: JobRecord): string {
     case 'cancelled':
     case 'interrupted':
       return 'the job did not finish; look at job_log and run it again if needed';
+    case 'failed_verification':
+      return 'its verify command failed (verification.output_tail): resume it with run_agent resume_job and the failure as the task, or review job_diff yourself';
   }
 }
 
@@ -176,6 +181,7 @@ export function summarizeJob(record: JobRecord, now: Date = new Date()): JobSumm
     summary.queue = { position: record.queue.position, reason: record.queue.reason };
   if (record.result_text !== null) summary.result_text = record.result_text;
   if (record.error !== null) summary.error = record.error;
+  if (record.verification) summary.verification = record.verification;
   if (record.possible_no_op) summary.possible_no_op = true;
   if (record.warnings.length > 0) summary.warnings = record.warnings;
   const worktree = summarizeWorktree(record);

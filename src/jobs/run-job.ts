@@ -14,7 +14,7 @@ import {
   type MetricsSnapshot,
 } from './backend-figures.js';
 import { watchCancelRequest } from './cancel-request.js';
-import type { JobError, JobRecord } from './job.js';
+import type { JobError, JobRecord, Verification } from './job.js';
 import {
   configuredMcpServers,
   delegateMcpPolicy,
@@ -23,7 +23,7 @@ import {
 } from './delegate-mcp.js';
 import { routeConfigFor, type ReadyEndpoint } from './ready-endpoint.js';
 import { decideOutcome, finishedFields, isPossibleNoOp } from './outcome.js';
-import { isProcessAlive, terminateProcess } from './process.js';
+import { isProcessAlive, runShellCommand, terminateProcess } from './process.js';
 import { watchBackend, type BackendFailure, type BackendWatch } from './backend-watch.js';
 import { buildSessionEnv } from './session-env.js';
 import { JOB_FILES, type Appender, type JobStore } from './store.js';
@@ -60,6 +60,8 @@ export interface JobSettings {
   secretVariables: string[];
   /** defaults.backend_grace_s: how long a gone or loading backend may take to answer again. */
   backendGraceS: number;
+  /** Run after the session; a failure gives the session `retries` more rounds, then fails the job. */
+  verify?: { command: string; retries: number; timeoutS: number } | undefined;
 }
 
 /** What executeJob needs of the process around it. */
@@ -120,6 +122,8 @@ interface JobRun {
   /** Why the backend watch ended the job early, if it did. */
   backendFailure: BackendFailure | undefined;
   backendWatch: BackendWatch | undefined;
+  /** The delegate's environment, built once: a verify round resumes the session with the same. */
+  env: Record<string, string>;
   /** Never rejects: a record that cannot be written stops the job (writeFailure, termination). */
   update(patch: Partial<JobRecord>, persist: 'now' | 'soon'): Promise<void>;
   /** Drops a progress save still waiting: the final record supersedes it (and nothing writes after it). */
@@ -149,6 +153,7 @@ export async function executeJob(
   });
   try {
     await pump(run, await start(run));
+    await verifyRounds(run);
   } catch (error) {
     run.thrown = error;
   } finally {
@@ -190,6 +195,7 @@ function openRun(
     saved: false,
     backendFailure: undefined,
     backendWatch: undefined,
+    env: {},
     update(patch, persist) {
       job.record = { ...job.record, ...patch };
       for (const listener of job.listeners) listener(job.record);
@@ -268,7 +274,7 @@ async function start(run: JobRun): Promise<AsyncGenerator<unknown, void, undefin
     }),
     `task: ${settings.prompt}`,
   ]);
-  const env = buildSessionEnv({
+  run.env = buildSessionEnv({
     baseEnv: deps.baseEnv,
     servedId: ready.servedId,
     baseUrl: route.baseUrl,
@@ -278,14 +284,25 @@ async function start(run: JobRun): Promise<AsyncGenerator<unknown, void, undefin
     modelEnv: ready.modelSettings?.env,
     secretVariables: settings.secretVariables,
   });
+  return openSession(run, settings.prompt, settings.resumeSessionId);
+}
+
+/** A claude session on the job's route: the first, or a later round resuming it (verify_retries). */
+async function openSession(
+  run: JobRun,
+  prompt: string,
+  resume: string | undefined,
+): Promise<AsyncGenerator<unknown, void, undefined>> {
+  const { deps, job, ready, settings } = run;
   // Loaded on the first job, not at start: the Agent SDK is a tenth of a second `serve` must not spend
   // before it answers the MCP handshake.
   const { runSession } = await import('./session.js');
   const mcp = await delegateMcpFor(deps, job.record, settings);
+  run.claudeExited = false;
   return runSession({
-    prompt: settings.prompt,
+    prompt,
     cwd: job.record.run_cwd,
-    env,
+    env: run.env,
     model: ready.servedId,
     systemPromptAppend: settings.systemPromptAppend,
     permissionMode: settings.permissionMode,
@@ -294,13 +311,64 @@ async function start(run: JobRun): Promise<AsyncGenerator<unknown, void, undefin
     settingSources: settings.settingSources,
     mcp,
     maxTurns: settings.maxTurns,
-    resume: settings.resumeSessionId,
+    resume,
     claudePath: deps.claudePath,
     signal: job.controller.signal,
     onSpawn: (pid) => void run.update({ claude_pid: pid }, 'now'),
     onExit: () => (run.claudeExited = true),
     onStderr: (text) => run.writeLines(formatStderr(text)),
   });
+}
+
+const VERIFY_OUTPUT_BYTES = 4096;
+
+/**
+ * The job's verify command, after a session that ended well: in the job's directory, with the server's
+ * environment minus the backend keys. A failure with rounds left resumes the session with the command and its
+ * output as the next message; each round is in the transcript, the last in the record.
+ */
+async function verifyRounds(run: JobRun): Promise<void> {
+  const { job, settings } = run;
+  const verify = settings.verify;
+  if (!verify) return;
+  const env = { ...run.deps.baseEnv };
+  for (const name of settings.secretVariables) delete env[name];
+  for (let round = 1; ; round++) {
+    const ended = decideOutcome(job.termination, run.transcript.stats().result, run.thrown);
+    if (job.controller.signal.aborted || ended.status !== 'succeeded') return;
+    run.writeLines([`=== verify, round ${round}: ${verify.command}`]);
+    const outcome = await runShellCommand({
+      command: verify.command,
+      cwd: job.record.run_cwd,
+      env,
+      timeoutMs: verify.timeoutS * 1000,
+      signal: job.controller.signal,
+      keepBytes: VERIFY_OUTPUT_BYTES,
+    });
+    const verification: Verification = {
+      command: verify.command,
+      exit_code: outcome.exitCode,
+      passed: outcome.exitCode === 0,
+      duration_s: Math.round(outcome.durationMs / 100) / 10,
+      output_tail: outcome.output,
+      rounds: round,
+    };
+    run.writeLines([
+      ...outcome.output
+        .trimEnd()
+        .split('\n')
+        .map((line) => `  | ${line}`),
+      `=== verify, round ${round}: ${verification.passed ? 'passed' : outcome.timedOut ? `timed out after ${verify.timeoutS} s` : `failed (exit ${outcome.exitCode ?? 'none'})`} in ${verification.duration_s} s`,
+    ]);
+    await run.update({ verification }, 'now');
+    if (verification.passed || round > verify.retries || job.record.session_id === null) return;
+    await pump(run, await openSession(run, retryBrief(verification), job.record.session_id));
+  }
+}
+
+/** The next message of a session whose work failed its verification. */
+function retryBrief(verification: Verification): string {
+  return `The verification command \`${verification.command}\` failed (exit ${verification.exit_code ?? 'none'}). Its output ends with:\n\n${verification.output_tail.trimEnd()}\n\nFix the cause, then say what you changed.`;
 }
 
 /** Every SDK message: to events.jsonl, to the transcript, and what changed to the record. */
@@ -451,9 +519,21 @@ function recordOutcome(run: JobRun): void {
         : decided;
   if (thrown !== undefined && !job.termination && !stats.result)
     run.writeLines([`! ${describeError(thrown)}`]);
+  const verification = job.record.verification;
+  // A session that ended well has not done its work when the verify command says otherwise.
+  const verified =
+    outcome.status === 'succeeded' && verification && !verification.passed
+      ? {
+          status: 'failed_verification' as const,
+          error: {
+            kind: 'verification_failed' as const,
+            message: `\`${verification.command}\` ${verification.exit_code === null ? 'did not finish' : `exited ${verification.exit_code}`} after ${verification.rounds} round(s)`,
+          },
+        }
+      : outcome;
   job.record = {
     ...job.record,
-    ...finishedFields(stats, outcome, run.startedAt, new Date(), job.record),
+    ...finishedFields(stats, verified, run.startedAt, new Date(), job.record),
   };
 }
 

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
+import type { Defaults } from '../registry/config-types.js';
 import type { Registry } from '../registry/registry.js';
 import type { NotReadyResolution, ResolveRequest } from '../registry/resolve.js';
 import { createJobId, validateJobId } from './ids.js';
@@ -58,6 +59,21 @@ export interface Runner {
 export interface RunnerDeps extends ExecuteDeps {
   stateDir: string;
   registry: JobRegistry;
+}
+
+/** The verify command a job runs: the call's, else its model's, else the defaults'; none: no verification. */
+function verifySettings(
+  request: JobRequest,
+  modelVerify: string | undefined,
+  defaults: Defaults,
+): JobSettings['verify'] {
+  const command = request.verify ?? modelVerify ?? defaults.verify;
+  if (command === undefined || command.trim() === '') return undefined;
+  return {
+    command,
+    retries: request.verifyRetries ?? defaults.verify_retries,
+    timeoutS: defaults.verify_timeout_s,
+  };
 }
 
 export function createRunner(deps: RunnerDeps): Runner {
@@ -199,6 +215,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       delegateMcp: defaults.delegate_mcp,
       // The shim holds the backend's key; the delegate (and whatever its model runs) never sees one.
       secretVariables: await deps.registry.keyVariables(),
+      verify: verifySettings(request, ready.modelSettings?.verify, defaults),
     };
     job.done = queueThenRun(job, { model, endpoint }, settings)
       .catch((error: unknown) =>

@@ -24,6 +24,8 @@ export function builtinDefaults(): Defaults {
     keepalive_s: 15,
     backend_grace_s: 30,
     delegate_mcp: 'inherit',
+    verify_retries: 0,
+    verify_timeout_s: 600,
   };
 }
 

@@ -25,6 +25,13 @@ const FIELD_HELP: Record<string, FieldHelp> = {
   'defaults.system_prompt_append': { expect: 'text (use `|` for several lines)' },
   'defaults.dump_requests': { expect: 'true or false' },
   'defaults.keepalive_s': { expect: 'a number of seconds of at least 0, such as 15' },
+  'defaults.verify': {
+    expect: 'a shell command, such as npm test',
+    fix: 'it runs in the job directory after the session; exit 0 means the work passed',
+  },
+  'defaults.verify_retries': { expect: 'a whole number from 0 to 10, such as 1' },
+  'defaults.verify_timeout_s': { expect: 'a number of seconds above 0, such as 600' },
+  'models.*.verify': { expect: 'a shell command, such as npm test' },
   'defaults.delegate_mcp': {
     expect: 'inherit or none',
     fix: 'inherit gives delegates your other MCP servers (never localagents itself); none gives them no MCP server',

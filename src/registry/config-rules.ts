@@ -81,6 +81,7 @@ function normaliseModel(name: string, value: ModelLayer): ModelEntry {
   if (value.env !== undefined) entry.env = value.env;
   if (value.max_turns !== undefined) entry.max_turns = value.max_turns;
   if (value.permission_mode !== undefined) entry.permission_mode = value.permission_mode;
+  if (value.verify !== undefined) entry.verify = value.verify;
   return entry;
 }
 

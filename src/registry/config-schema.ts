@@ -35,6 +35,9 @@ export const DefaultsLayerSchema = z.object({
   keepalive_s: z.number().min(0).optional(),
   backend_grace_s: z.number().min(0).optional(),
   delegate_mcp: z.enum(DELEGATE_MCP_MODES).optional(),
+  verify: text.min(1).optional(),
+  verify_retries: z.number().int().min(0).max(10).optional(),
+  verify_timeout_s: z.number().positive().optional(),
 });
 
 export const EndpointSchema = z.object({
@@ -60,6 +63,7 @@ export const ModelSchema = z.object({
   env: z.record(envName, envValue).optional(),
   max_turns: z.number().int().min(1).optional(),
   permission_mode: z.enum(PERMISSION_MODES).optional(),
+  verify: text.min(1).optional(),
 });
 
 // `qwen3:` (null) and `qwen3: "notes"` are both friendly ways to list a menu entry.

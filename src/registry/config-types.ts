@@ -17,6 +17,12 @@ export interface Defaults {
   /** How long a job waits for a backend that is gone or stays loading before it ends as backend_down. */
   backend_grace_s: number;
   delegate_mcp: DelegateMcp;
+  /** A shell command every job runs in its directory after its session; a failure fails the job. */
+  verify?: string;
+  /** Rounds a job's session gets to fix a failed verification. */
+  verify_retries: number;
+  /** How long one verification may run before it counts as failed. */
+  verify_timeout_s: number;
 }
 
 export interface EndpointConfig {
@@ -47,6 +53,8 @@ export interface ModelEntry {
   env?: Record<string, string>;
   max_turns?: number;
   permission_mode?: PermissionMode;
+  /** This model's jobs' verify command, over defaults.verify. */
+  verify?: string;
 }
 
 export interface RegistryConfig {

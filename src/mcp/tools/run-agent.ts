@@ -103,6 +103,23 @@ export const runAgentInput = {
     .max(86_400)
     .optional()
     .describe('Seconds before the job is stopped (default from models.yaml, 1800)'),
+  verify: z
+    .string()
+    .trim()
+    .min(1)
+    .optional()
+    .describe(
+      'Shell command run in the job directory (the worktree when isolated) after the session, e.g. "npm test": a non-zero exit makes the job failed_verification, with the end of its output in the answer (default: models.yaml verify, else none)',
+    ),
+  verify_retries: z
+    .number()
+    .int()
+    .min(0)
+    .max(10)
+    .optional()
+    .describe(
+      'Rounds the delegate gets to fix a failed verification, with the command output as its next message (default 0)',
+    ),
 };
 
 export function registerRunAgentTool(server: McpServer, deps: McpDeps): RegisteredTool {
@@ -129,6 +146,8 @@ export function registerRunAgentTool(server: McpServer, deps: McpDeps): Register
           systemPromptAppend: args.system_prompt_append,
           resumeJob: args.resume_job,
           timeoutS: args.timeout_s,
+          verify: args.verify,
+          verifyRetries: args.verify_retries,
         });
         if (outcome.kind === 'not_ready') return notReadyResult(outcome.resolution);
         const waitS = safeWaitS(args.wait_s, 0);
