@@ -202,6 +202,26 @@ processes: the server that runs the job records the cancel.`,
     load: async () => (await import('./jobs.js')).runCancel,
   },
   {
+    name: 'merge',
+    summary: "take a finished worktree job's work into the branch it started from",
+    usage: `localagents merge <job> [--strategy merge|squash|cherry-pick] [--message M] [--json]
+
+Commits the job's uncommitted work on its branch (your git identity, trailers naming the job and model),
+merges it into the branch the job started from (merge: a merge commit, the default; squash: one commit;
+cherry-pick: its commits replayed), then removes the worktree and the branch. Refused with nothing
+changed when that branch is not checked out, when the work conflicts with it, or when your uncommitted
+changes touch the same files.`,
+    load: async () => (await import('./jobs.js')).runMerge,
+  },
+  {
+    name: 'discard',
+    summary: "throw away a finished worktree job's work (its worktree and branch)",
+    usage: `localagents discard <job> [--json]
+
+Removes the job's worktree and branch; its record stays.`,
+    load: async () => (await import('./jobs.js')).runDiscard,
+  },
+  {
     name: 'demo',
     summary:
       'the whole pipeline on the emulator: real claude, a temp git repo, a worktree job, its record',

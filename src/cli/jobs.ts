@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
 import { validateJobId } from '../jobs/ids.js';
 import { isTerminalStatus } from '../jobs/job.js';
+import { MERGE_STRATEGIES, type MergeStrategy } from '../jobs/merge.js';
 import { JOB_FILES } from '../jobs/store.js';
 import { computeDiff } from '../jobs/worktree.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
@@ -151,6 +152,61 @@ export const runDiff: CommandRun = async (context) => {
       return 0;
     }
     context.stdout.write(await computeDiff(worktree.path, worktree.base_commit));
+    return 0;
+  } finally {
+    await app.close();
+  }
+};
+
+/** `localagents merge <job> [--strategy S] [--message M]`: a worktree job's work into its branch (merge.ts). */
+export const runMerge: CommandRun = async (context) => {
+  const { values, positionals } = parseCommandArgs(
+    'merge',
+    context.args,
+    {
+      ...APP_OPTIONS,
+      json: { type: 'boolean' },
+      strategy: { type: 'string' },
+      message: { type: 'string' },
+    },
+    true,
+  );
+  const id = jobArgument('merge', positionals);
+  const strategy = values.strategy ?? 'merge';
+  if (!MERGE_STRATEGIES.some((known) => known === strategy))
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      `localagents merge: --strategy must be merge, squash or cherry-pick (got "${strategy}")`,
+    );
+  const app = await openApp(context, values);
+  try {
+    const record = await app.runner.merge(id, strategy as MergeStrategy, values.message);
+    const merged = record.worktree?.merged;
+    if (values.json) context.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
+    else
+      context.stdout.write(
+        `job ${id}: merged into ${merged?.into ?? '?'} (${merged?.strategy ?? strategy}, now ${merged?.commit.slice(0, 12) ?? '?'}); worktree and branch removed\n`,
+      );
+    return 0;
+  } finally {
+    await app.close();
+  }
+};
+
+/** `localagents discard <job>`: a worktree job's worktree and branch removed. */
+export const runDiscard: CommandRun = async (context) => {
+  const { values, positionals } = parseCommandArgs(
+    'discard',
+    context.args,
+    { ...APP_OPTIONS, json: { type: 'boolean' } },
+    true,
+  );
+  const id = jobArgument('discard', positionals);
+  const app = await openApp(context, values);
+  try {
+    const record = await app.runner.discard(id);
+    if (values.json) context.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
+    else context.stdout.write(`job ${id}: worktree and branch removed\n`);
     return 0;
   } finally {
     await app.close();

@@ -102,13 +102,18 @@ export function renderJob(
         );
       }
     }
-    if (worktree.review) {
+    // The CLI's own commands for what MCP callers get as review calls (job_diff, merge_job, discard_job).
+    if (worktree.state === 'kept') {
       lines.push(
-        `review: ${worktree.review.diff}`,
-        `merge:  ${worktree.review.merge}`,
-        `drop:   ${worktree.review.drop}`,
+        `review: localagents diff ${record.id}`,
+        `merge:  localagents merge ${record.id} [--strategy squash|cherry-pick]${worktree.base_branch ? ` (into ${worktree.base_branch})` : ''}`,
+        `drop:   localagents discard ${record.id}`,
       );
     }
+    if (worktree.merged)
+      lines.push(
+        `merged: into ${worktree.merged.into} (${worktree.merged.strategy}), now ${worktree.merged.commit.slice(0, 12)}`,
+      );
   }
   if (record.backend && parts.backend !== false)
     lines.push('backend:', ...describeBackend(record.backend).map((line) => `  ${line}`));

@@ -49,11 +49,27 @@ export const worktreeInfoSchema = z.object({
   branch: z.string(),
   base_ref: z.string(),
   base_commit: z.string(),
-  /** active while the job runs; kept when it changed something; removed when it did not. */
-  state: z.enum(['active', 'kept', 'removed']),
+  /**
+   * The branch the job started from (HEAD's branch, or base_ref when it names one): where merge_job merges.
+   * Absent for a job started from a detached commit, or recorded before it was kept.
+   */
+  base_branch: z.string().optional(),
+  /**
+   * active while the job runs; kept when it changed something; removed when it did not (or discard_job);
+   * merged once merge_job took its work into base_branch.
+   */
+  state: z.enum(['active', 'kept', 'removed', 'merged']),
+  /** What merge_job did: the strategy, the branch it merged into and the commit that branch then had. */
+  merged: z
+    .object({
+      strategy: z.enum(['merge', 'squash', 'cherry-pick']),
+      into: z.string(),
+      commit: z.string(),
+    })
+    .optional(),
   head_commit: z.string().optional(),
   diffstat: diffstatSchema.optional(),
-  /** Shell commands, run from repo_root, to look at, take or throw away the work. */
+  /** The calls that look at, take or throw away the work (job_diff, merge_job, discard_job). */
   review: z.object({ diff: z.string(), merge: z.string(), drop: z.string() }).optional(),
 });
 export type WorktreeInfo = z.infer<typeof worktreeInfoSchema>;

@@ -17,6 +17,7 @@ import { completeOnce, type CompleteRequest, type Completion } from './complete.
 import { readyEndpoint } from './ready-endpoint.js';
 import { cancelElsewhere, recoverJobs, type Recovery } from './recover.js';
 import { createLeaseStore } from './leases.js';
+import { discardJob, mergeJob, type MergeStrategy } from './merge.js';
 import { waitForSlot } from './queue-job.js';
 import { executeJob, type ExecuteDeps, type JobSettings } from './run-job.js';
 import { createScheduler } from './scheduler.js';
@@ -47,6 +48,10 @@ export interface Runner {
   /** The record once the job ends, or as it is after timeoutMs. onProgress sees every update meanwhile. */
   wait(id: string, timeoutMs: number, onProgress?: (record: JobRecord) => void): Promise<JobRecord>;
   cancel(id: string): Promise<JobRecord>;
+  /** A finished worktree job's work into the branch it started from; worktree and branch removed (merge.ts). */
+  merge(id: string, strategy: MergeStrategy, message?: string): Promise<JobRecord>;
+  /** A finished worktree job's worktree and branch removed, its work thrown away. */
+  discard(id: string): Promise<JobRecord>;
   /** Oldest first; damaged records listed apart (store.ts). */
   list(includeFinished: boolean): Promise<JobListing>;
   /** Marks jobs of dead servers `interrupted` and stops their orphaned `claude` children. */
@@ -278,6 +283,16 @@ export function createRunner(deps: RunnerDeps): Runner {
     return cancelElsewhere(deps.store, await deps.store.read(id), recover);
   };
 
+  /** A finished job's record changed by `change` and saved; one still running is refused by merge.ts. */
+  const settle = async (
+    id: string,
+    change: (record: JobRecord) => Promise<JobRecord>,
+  ): Promise<JobRecord> => {
+    const record = await change(await get(id));
+    await deps.store.save(record);
+    return record;
+  };
+
   const list = async (includeFinished: boolean): Promise<JobListing> => {
     for (const id of unsaved.keys()) await retryUnsaved(id);
     const listing = await deps.store.list();
@@ -307,5 +322,16 @@ export function createRunner(deps: RunnerDeps): Runner {
     for (const id of [...unsaved.keys()]) await retryUnsaved(id);
   };
 
-  return { start, complete, get, wait, cancel, list, recover, close };
+  return {
+    start,
+    complete,
+    get,
+    wait,
+    cancel,
+    merge: (id, strategy, message) => settle(id, (record) => mergeJob(record, strategy, message)),
+    discard: (id) => settle(id, discardJob),
+    list,
+    recover,
+    close,
+  };
 }

@@ -84,7 +84,7 @@ describe('finishWorktree', () => {
     ]);
     expect(done.diffstat?.files_changed).toBe(2);
     expect(done.diffstat?.insertions).toBe(5);
-    expect(done.review?.drop).toContain('branch -D local-agent/job-5');
+    expect(done.review?.drop).toBe('discard_job(job_id: "job-5")');
     expect(existsSync(join(repo, 'new/file.txt'))).toBe(false);
     const diff = await computeDiff(info.path, info.base_commit);
     expect(diff).toContain('+three');

@@ -68,6 +68,7 @@ export async function createWorktree(
         );
       },
     ));
+  const baseBranch = await branchOf(repo.root, baseRef);
   const path =
     input.reuse?.path ?? join(input.stateDir, 'worktrees', safeRepoName(repo.root), input.jobId);
   const branch = input.reuse?.branch ?? branchName(input.jobId);
@@ -92,10 +93,23 @@ export async function createWorktree(
       branch,
       base_ref: baseRef,
       base_commit: baseCommit,
+      ...(baseBranch === undefined ? {} : { base_branch: baseBranch }),
       state: 'active',
     },
     runCwd,
   };
+}
+
+/** The branch a job starting from `baseRef` started from: HEAD's branch, or baseRef when it names one. */
+async function branchOf(root: string, baseRef: string): Promise<string | undefined> {
+  if (baseRef === 'HEAD') {
+    const head = await runGit(root, ['symbolic-ref', '--short', '-q', 'HEAD'], { okCodes: [1] });
+    return head.code === 0 ? head.stdout.trim() : undefined;
+  }
+  const named = await runGit(root, ['rev-parse', '--verify', '--quiet', `refs/heads/${baseRef}`], {
+    okCodes: [1],
+  });
+  return named.code === 0 ? baseRef : undefined;
 }
 
 async function untrackedFiles(path: string): Promise<string[]> {
@@ -207,16 +221,16 @@ export async function computeDiff(
   return parts.join('');
 }
 
+/** What to call to look at, take or throw away a kept worktree's work (MCP tools; the CLI has the same). */
 export function reviewCommands(
   info: WorktreeInfo,
   jobId: string,
 ): NonNullable<WorktreeInfo['review']> {
-  const wt = shellQuote(info.path);
-  const repo = shellQuote(info.repo_root);
+  const into = info.base_branch ?? 'the branch it started from';
   return {
-    diff: `git -C ${wt} add -A && git -C ${wt} diff --cached ${info.base_commit}`,
-    merge: `git -C ${wt} add -A && git -C ${wt} commit -m ${shellQuote(`local-agent ${jobId}`)} && git -C ${repo} merge ${info.branch}`,
-    drop: `git -C ${repo} worktree remove --force ${wt} && git -C ${repo} branch -D ${info.branch}`,
+    diff: `job_diff(job_id: "${jobId}")`,
+    merge: `merge_job(job_id: "${jobId}", strategy: "merge" | "squash" | "cherry-pick"): into ${into}`,
+    drop: `discard_job(job_id: "${jobId}")`,
   };
 }
 

@@ -55,16 +55,16 @@ export function lateDeps(parts: Promise<AppParts>, cwd: string): McpDeps {
  * (`mcp__<name the user registered>__run_agent`), so they must stand on their own. Tools are named by
  * their bare names, which are the suffix of the full ones, so a model finds them under either.
  */
-export const SERVER_INSTRUCTIONS = `localagents hands routine coding work to a model on the user's own hardware (llama.cpp or vLLM). Each job is a full headless Claude Code session in a directory you name, with file and shell tools, driven by the local model: slower and less reliable than you, but free and private.
+export const SERVER_INSTRUCTIONS = `localagents hands routine coding work to a model on the user's own hardware (llama.cpp, vLLM, Ollama or LM Studio). Each job is a full headless Claude Code session in a directory you name, with file and shell tools, driven by the local model: slower and less reliable than you, but free and private.
 
 Delegate: well-specified, checkable work — edits across files, writing tests, boilerplate, mechanical refactors, running and fixing a build. Keep for yourself: design decisions, subtle debugging, anything needing this conversation's context, and changes you could not review.
 
 The tools may be deferred (listed by name only). Load them before the first call with ToolSearch, query "select:" plus the full names as listed, e.g. select:mcp__local__run_agent,mcp__local__wait_job (use the server name from your list, not necessarily "local").
 
 Workflow:
-1. run_agent: a self-contained brief (goal, files, constraints, the command that verifies it) and cwd = the absolute path of the project you are working in. In a git repository pass isolation "worktree" (recommended; the default "none" edits cwd directly): the job works on branch local-agent/<job> in its own worktree and your tree stays untouched. list_models shows which models run and their windows.
-2. wait_job with the job id: it returns within 110 s; while the status is "running" or "queued", call it again.
-3. Review before you accept: job_diff (worktree jobs) or files_touched, run the tests yourself; job_status gives the git commands to merge or drop a kept worktree. job_log shows what the job did.
+1. run_agent: a self-contained brief (goal, files, constraints, the command that verifies it: pass it as verify too, and the job checks its own work) and cwd = the absolute path of the project you are working in. In a git repository pass isolation "worktree" (recommended; the default "none" edits cwd directly): the job works on branch local-agent/<job> in its own worktree and your tree stays untouched. list_models shows which models run and their windows.
+2. wait_job with the job id: it returns within 110 s; while the status is "running" or "queued" (waiting for a free slot: its queue says where), call it again.
+3. Review before you accept: job_diff (worktree jobs) or files_touched, run the tests yourself; then merge_job takes a kept worktree's work into your branch, discard_job throws it away. failed_verification: the verify command failed; its output is in the answer. job_log shows what the job did.
 
 Treat every result as a draft. possible_no_op: true means it probably did nothing. If run_agent answers that a model is not running, ask the user to start it (the answer says which, where, and the notes) instead of retrying. local_complete: one-shot text (summaries, names, boilerplate) without tools.`;
 

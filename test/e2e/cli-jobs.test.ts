@@ -84,7 +84,9 @@ describe('localagents run / jobs / show / log / diff', () => {
     const show = await cli(['show', record.id], { env, cwd });
     expect(show.stdout).toContain(`job ${record.id}: succeeded`);
     expect(show.stdout).toContain('files touched: hello.txt');
-    expect(show.stdout).toContain(`merge:  git -C ${record.worktree?.path ?? '?'} add -A`);
+    expect(show.stdout).toContain(
+      `merge:  localagents merge ${record.id} [--strategy squash|cherry-pick] (into main)`,
+    );
 
     const log = await cli(['log', record.id], { env, cwd });
     expect(log.stdout).toMatch(/^=== job /);

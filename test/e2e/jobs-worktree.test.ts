@@ -1,44 +1,42 @@
-import { execFile } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { createWorktree, finishWorktree } from '../../src/jobs/worktree.js';
 import { git, gitRepo } from '../support/git-repo.js';
 import { tempDir } from '../support/temp-dir.js';
 
-const identity = {
-  GIT_AUTHOR_NAME: 'T',
-  GIT_AUTHOR_EMAIL: 't@e.invalid',
-  GIT_COMMITTER_NAME: 'T',
-  GIT_COMMITTER_EMAIL: 't@e.invalid',
-};
-
-function sh(command: string) {
-  return promisify(execFile)('sh', ['-c', command], { env: { ...process.env, ...identity } });
-}
-
-describe('worktree review commands', () => {
-  it('merge the kept work into the repository', async () => {
+describe('a kept worktree', () => {
+  it('remembers the branch it started from and names the calls that take or drop its work', async () => {
     const repo = await gitRepo();
     const state = await tempDir();
     const { info, runCwd } = await createWorktree({ stateDir: state, cwd: repo, jobId: 'job-7' });
+    expect(info.base_branch).toBe('main');
     await writeFile(join(runCwd, 'm.txt'), 'merged\n');
     const done = await finishWorktree(info, 'job-7');
-    const diff = await sh(done.review?.diff ?? 'false');
-    expect(diff.stdout).toContain('+merged');
-    await sh(done.review?.merge ?? 'false');
-    expect(await readFile(join(repo, 'm.txt'), 'utf8')).toBe('merged\n');
+    expect(done.state).toBe('kept');
+    expect(done.review).toEqual({
+      diff: 'job_diff(job_id: "job-7")',
+      merge: 'merge_job(job_id: "job-7", strategy: "merge" | "squash" | "cherry-pick"): into main',
+      drop: 'discard_job(job_id: "job-7")',
+    });
   });
 
-  it('drop the worktree and its branch', async () => {
+  it('has no branch to merge into when it started from a commit', async () => {
     const repo = await gitRepo();
-    const state = await tempDir();
-    const { info, runCwd } = await createWorktree({ stateDir: state, cwd: repo, jobId: 'job-8' });
-    await writeFile(join(runCwd, 'x.txt'), 'x\n');
-    const done = await finishWorktree(info, 'job-8');
-    await sh(done.review?.drop ?? 'false');
-    expect(await git(repo, 'branch', '--list', 'local-agent/*')).toBe('');
-    expect(await git(repo, 'worktree', 'list')).not.toContain('job-8');
+    const head = (await git(repo, 'rev-parse', 'HEAD')).trim();
+    const { info } = await createWorktree({
+      stateDir: await tempDir(),
+      cwd: repo,
+      jobId: 'job-8',
+      baseRef: head,
+    });
+    expect(info.base_branch).toBeUndefined();
+    const named = await createWorktree({
+      stateDir: await tempDir(),
+      cwd: repo,
+      jobId: 'job-9',
+      baseRef: 'main',
+    });
+    expect(named.info.base_branch).toBe('main');
   });
 });

@@ -82,12 +82,14 @@ describe('MCP answers', () => {
     const tools = (await client.listTools()).tools.map((tool) => tool.name).sort();
     expect(tools).toEqual([
       'cancel_job',
+      'discard_job',
       'job_diff',
       'job_log',
       'job_status',
       'list_jobs',
       'list_models',
       'local_complete',
+      'merge_job',
       'register_endpoint',
       'register_model',
       'request_model',

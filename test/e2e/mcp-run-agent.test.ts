@@ -67,7 +67,7 @@ describe('run_agent over MCP', () => {
     expect(record.run_cwd).toBe(record.worktree?.path);
     expect(record.isolation).toBe('worktree');
     expect(record.worktree?.base_ref).toBe('HEAD');
-    expect(record.worktree?.review?.merge).toContain(`merge local-agent/${id}`);
+    expect(record.worktree?.review?.merge).toContain(`merge_job(job_id: "${id}"`);
     for (const time of [record.created_at, record.started_at, record.finished_at]) {
       expect(Date.parse(time ?? '')).toBeGreaterThan(0);
     }

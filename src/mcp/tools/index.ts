@@ -7,6 +7,7 @@ import { registerJobStatusTool } from './job-status.js';
 import { registerListJobsTool } from './list-jobs.js';
 import { registerListModelsTool } from './list-models.js';
 import { registerLocalCompleteTool } from './local-complete.js';
+import { registerDiscardJobTool, registerMergeJobTool } from './merge-job.js';
 import { registerRegisterEndpointTool, registerRegisterModelTool } from './register.js';
 import { registerRequestModelTool } from './request-model.js';
 import { registerRunAgentTool } from './run-agent.js';
@@ -26,6 +27,8 @@ export function registerTools(server: McpServer, deps: McpDeps): Map<string, Reg
     ['list_jobs', registerListJobsTool(server, deps)],
     ['cancel_job', registerCancelJobTool(server, deps)],
     ['job_diff', registerJobDiffTool(server, deps)],
+    ['merge_job', registerMergeJobTool(server, deps)],
+    ['discard_job', registerDiscardJobTool(server, deps)],
     ['local_complete', registerLocalCompleteTool(server, deps)],
   ]);
 }
