@@ -145,6 +145,7 @@ Options:
   --max-turns N             most model turns (default defaults.max_turns, 60)
   --permission-mode M       default|acceptEdits|bypassPermissions|plan|dontAsk (default acceptEdits)
   --append-system-prompt T  extra instructions for the delegate
+  --agent NAME              run your subagent .claude/agents/NAME.md: its prompt, its tools, its settings
   --verify CMD              shell command run in the job directory afterwards; a failure fails the job
   --verify-retries N        rounds the delegate gets to fix a failed verification (default 0)
   --detach                  start the job in the background, print its id and return
@@ -200,6 +201,17 @@ untracked files included. Jobs without a kept worktree have no diff.`,
 Stops the job's claude session and waits until its record says cancelled. Works across
 processes: the server that runs the job records the cancel.`,
     load: async () => (await import('./jobs.js')).runCancel,
+  },
+  {
+    name: 'agents',
+    summary: 'your Claude Code subagents (.claude/agents/) and the local model each would run on',
+    usage: `localagents agents [--cwd D] [--json] [--config F]
+
+Lists the subagent definitions a job in D (default: here) can run as, with run_agent agent: NAME or
+localagents run --agent NAME: the project's .claude/agents/ (D and its parents), then ~/.claude/agents/.
+MODEL is what the job would run on: agents.NAME.model in models.yaml, else the file's localagents: block,
+else its model field when it names a menu entry, else the default.`,
+    load: async () => (await import('./jobs.js')).runAgents,
   },
   {
     name: 'merge',

@@ -6,6 +6,7 @@ import { isTerminalStatus } from '../jobs/job.js';
 import { MERGE_STRATEGIES, type MergeStrategy } from '../jobs/merge.js';
 import { JOB_FILES } from '../jobs/store.js';
 import { computeDiff } from '../jobs/worktree.js';
+import { alignColumns } from './columns.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
 import { APP_OPTIONS, openApp } from './open-app.js';
 import { renderJob, renderJobTable } from './render-jobs.js';
@@ -207,6 +208,40 @@ export const runDiscard: CommandRun = async (context) => {
     const record = await app.runner.discard(id);
     if (values.json) context.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
     else context.stdout.write(`job ${id}: worktree and branch removed\n`);
+    return 0;
+  } finally {
+    await app.close();
+  }
+};
+
+/** `localagents agents [--cwd D] [--json]`: the user's subagents a job here can run as, with their model. */
+export const runAgents: CommandRun = async (context) => {
+  const { values } = parseCommandArgs('agents', context.args, {
+    ...APP_OPTIONS,
+    json: { type: 'boolean' },
+    cwd: { type: 'string' },
+  });
+  const app = await openApp(context, values);
+  try {
+    const agents = await app.runner.agents(values.cwd ?? context.cwd);
+    if (values.json) context.stdout.write(`${JSON.stringify(agents, null, 2)}\n`);
+    else if (agents.length === 0)
+      context.stdout.write(
+        'no agents: write .claude/agents/<name>.md (Claude Code subagent format) in the project or ~/.claude\n',
+      );
+    else
+      context.stdout.write(
+        `${alignColumns([
+          ['NAME', 'MODEL', 'TOOLS', 'SCOPE', 'DESCRIPTION'],
+          ...agents.map((agent) => [
+            agent.name,
+            agent.model ?? '(default)',
+            agent.tools?.join(',') ?? '(default)',
+            agent.scope,
+            agent.description ?? '',
+          ]),
+        ]).join('\n')}\n`,
+      );
     return 0;
   } finally {
     await app.close();

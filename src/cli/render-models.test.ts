@@ -50,6 +50,7 @@ const snapshot: RegistrySnapshot = {
       defaults: builtinDefaults(),
       endpoints: [],
       models: [],
+      agents: [],
       files: ['/home/u/.config/localagents/models.yaml'],
     },
     warnings: [

@@ -20,6 +20,7 @@ const OPTIONS = {
   'permission-mode': { type: 'string' },
   'append-system-prompt': { type: 'string' },
   verify: { type: 'string' },
+  agent: { type: 'string' },
   'verify-retries': { type: 'string' },
   detach: { type: 'boolean' },
   json: { type: 'boolean' },
@@ -130,6 +131,7 @@ export const runRun: CommandRun = async (context) => {
           : undefined,
       systemPromptAppend: values['append-system-prompt'],
       verify: values.verify,
+      agent: values.agent,
       verifyRetries:
         values['verify-retries'] === undefined
           ? undefined

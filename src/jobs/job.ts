@@ -206,6 +206,8 @@ export const jobRecordSchema = z.object({
     .nullable()
     .default(null),
   verification: verificationSchema.nullable().default(null),
+  /** The user's subagent the job ran as (.claude/agents/NAME.md), or null. */
+  agent: z.string().nullable().default(null),
   /** A job that ended with no edits and no meaningful result text: it may have done nothing. */
   possible_no_op: z.boolean(),
   warnings: z.array(z.string()),
@@ -234,4 +236,8 @@ export interface JobRequest {
   verify?: string | undefined;
   /** Rounds the session gets to fix a failed verification (the output as its next message). */
   verifyRetries?: number | undefined;
+  /** The user's subagent (.claude/agents/NAME.md) to run: its prompt, tools and localagents settings. */
+  agent?: string | undefined;
+  /** The delegate's whole tool set (an agent's `tools`); undefined: Claude Code's default set. */
+  tools?: string[] | undefined;
 }

@@ -51,6 +51,7 @@ export function newJobRecord(input: NewJobInput): JobRecord {
     changed_on_disk: null,
     queue: null,
     verification: null,
+    agent: null,
     last_tool: null,
     possible_no_op: false,
     warnings: [],

@@ -60,6 +60,8 @@ export interface JobSettings {
   secretVariables: string[];
   /** defaults.backend_grace_s: how long a gone or loading backend may take to answer again. */
   backendGraceS: number;
+  /** The delegate's whole tool set (an agent's), agent-spawning tools removed; undefined: the default set. */
+  tools?: string[] | undefined;
   /** Run after the session; a failure gives the session `retries` more rounds, then fails the job. */
   verify?: { command: string; retries: number; timeoutS: number } | undefined;
 }
@@ -308,6 +310,7 @@ async function openSession(
     permissionMode: settings.permissionMode,
     allowedTools: settings.allowedTools,
     disallowedTools: settings.disallowedTools,
+    tools: settings.tools,
     settingSources: settings.settingSources,
     mcp,
     maxTurns: settings.maxTurns,

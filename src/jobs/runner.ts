@@ -1,8 +1,13 @@
-import { join } from 'node:path';
+import { homedir } from 'node:os';
+import { join, resolve as resolvePath } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
 import type { Defaults } from '../registry/config-types.js';
 import type { Registry } from '../registry/registry.js';
-import type { NotReadyResolution, ResolveRequest } from '../registry/resolve.js';
+import {
+  findMenuEntry,
+  type NotReadyResolution,
+  type ResolveRequest,
+} from '../registry/resolve.js';
 import { createJobId, validateJobId } from './ids.js';
 import { isTerminalStatus, type JobRecord, type JobRequest } from './job.js';
 import {
@@ -16,6 +21,7 @@ import type { ActiveJob } from './active-job.js';
 import { completeOnce, type CompleteRequest, type Completion } from './complete.js';
 import { readyEndpoint } from './ready-endpoint.js';
 import { cancelElsewhere, recoverJobs, type Recovery } from './recover.js';
+import { applyAgent, findAgents, loadAgent } from './agents.js';
 import { createLeaseStore } from './leases.js';
 import { discardJob, mergeJob, type MergeStrategy } from './merge.js';
 import { waitForSlot } from './queue-job.js';
@@ -27,12 +33,28 @@ import { waitForRecordElsewhere } from './watch-record.js';
 import { moveRepoPaths, worktreeNotice } from './worktree-brief.js';
 
 /** What the runner needs of the registry: resolution, fresh probes for the queue, the defaults (registry.ts). */
-export type JobRegistry = Pick<Registry, 'resolve' | 'snapshot' | 'defaults' | 'keyVariables'>;
+export type JobRegistry = Pick<
+  Registry,
+  'resolve' | 'snapshot' | 'defaults' | 'keyVariables' | 'config'
+>;
 
 export type StartOutcome =
   | { kind: 'started'; record: JobRecord }
   /** The registry could not give a ready endpoint: its own answer, to be passed on as is. */
   | { kind: 'not_ready'; resolution: NotReadyResolution };
+
+/** One of the user's subagents as list_models and `localagents agents` show it. */
+export interface AgentListing {
+  name: string;
+  scope: 'project' | 'user';
+  file: string;
+  description: string | null;
+  tools: string[] | null;
+  /** What a job as this agent runs on (null: the endpoint's first model, as with no model named). */
+  model: string | null;
+  verify: string | null;
+  isolation: 'none' | 'worktree' | null;
+}
 
 export type CompleteOutcome =
   | { kind: 'completed'; completion: Completion }
@@ -52,6 +74,8 @@ export interface Runner {
   merge(id: string, strategy: MergeStrategy, message?: string): Promise<JobRecord>;
   /** A finished worktree job's worktree and branch removed, its work thrown away. */
   discard(id: string): Promise<JobRecord>;
+  /** The user's subagents a job in `cwd` can run as, each with what it would run with. */
+  agents(cwd: string): Promise<AgentListing[]>;
   /** Oldest first; damaged records listed apart (store.ts). */
   list(includeFinished: boolean): Promise<JobListing>;
   /** Marks jobs of dead servers `interrupted` and stops their orphaned `claude` children. */
@@ -154,7 +178,51 @@ export function createRunner(deps: RunnerDeps): Runner {
     }
   };
 
-  const start = async (request: JobRequest): Promise<StartOutcome> => {
+  /** The request with its agent's definition applied (agents.ts), and the agent's name for the record. */
+  const withAgent = async (request: JobRequest): Promise<JobRequest> => {
+    if (request.agent === undefined) return request;
+    const agent = await loadAgent(
+      request.agent,
+      resolvePath(request.cwd),
+      deps.baseEnv.HOME ?? homedir(),
+    );
+    const config = await deps.registry.config();
+    const configured = config.ok
+      ? config.config.agents.find((entry) => entry.name === agent.name)
+      : undefined;
+    return applyAgent(
+      { ...request, agent: agent.name },
+      agent,
+      configured,
+      (name) => config.ok && findMenuEntry(config.config, name) !== undefined,
+    );
+  };
+
+  const agents = async (cwd: string): Promise<AgentListing[]> => {
+    const found = await findAgents(resolvePath(cwd), deps.baseEnv.HOME ?? homedir());
+    const config = await deps.registry.config();
+    return found.map((agent) => {
+      const applied = applyAgent(
+        { task: '', cwd },
+        agent,
+        config.ok ? config.config.agents.find((entry) => entry.name === agent.name) : undefined,
+        (name) => config.ok && findMenuEntry(config.config, name) !== undefined,
+      );
+      return {
+        name: agent.name,
+        scope: agent.scope,
+        file: agent.file,
+        description: agent.description ?? null,
+        tools: agent.tools ?? null,
+        model: applied.model ?? (config.ok ? (config.config.defaults.model ?? null) : null),
+        verify: applied.verify ?? null,
+        isolation: applied.isolation ?? null,
+      };
+    });
+  };
+
+  const start = async (given: JobRequest): Promise<StartOutcome> => {
+    const request = await withAgent(given);
     if (closed)
       throw new LocalAgentsError('JOB_STATE', 'the server is shutting down', {
         hint: 'start the job again on a running server',
@@ -174,7 +242,10 @@ export function createRunner(deps: RunnerDeps): Runner {
 
     const id = createJobId();
     const record = await attachWorktree(
-      newRecordFor({ id, request, previous, cwd, isolation, defaults, ready }),
+      {
+        ...newRecordFor({ id, request, previous, cwd, isolation, defaults, ready }),
+        agent: request.agent ?? null,
+      },
       { previous, baseRef: request.baseRef, stateDir: deps.stateDir },
     );
     await deps.store.save(record);
@@ -221,6 +292,8 @@ export function createRunner(deps: RunnerDeps): Runner {
       // The shim holds the backend's key; the delegate (and whatever its model runs) never sees one.
       secretVariables: await deps.registry.keyVariables(),
       verify: verifySettings(request, ready.modelSettings?.verify, defaults),
+      // An agent's own tool set, without the tools that spawn agents (a delegate never spawns delegates).
+      tools: request.tools?.filter((tool) => !tools.disallowed.includes(tool)),
     };
     job.done = queueThenRun(job, { model, endpoint }, settings)
       .catch((error: unknown) =>
@@ -330,6 +403,7 @@ export function createRunner(deps: RunnerDeps): Runner {
     cancel,
     merge: (id, strategy, message) => settle(id, (record) => mergeJob(record, strategy, message)),
     discard: (id) => settle(id, discardJob),
+    agents,
     list,
     recover,
     close,

@@ -15,6 +15,8 @@ export interface SessionOptions {
   permissionMode: PermissionMode;
   allowedTools: string[];
   disallowedTools: string[];
+  /** The whole tool set (an agent's tools); undefined: Claude Code's default set. */
+  tools?: string[] | undefined;
   settingSources: SettingSource[];
   /** The user's MCP servers: which are denied (localagents itself), or none at all. */
   mcp: DelegateMcpPolicy;
@@ -40,6 +42,7 @@ function sessionOptions(options: SessionOptions, abortController: AbortControlle
     allowDangerouslySkipPermissions: options.permissionMode === 'bypassPermissions',
     allowedTools: options.allowedTools,
     disallowedTools: options.disallowedTools,
+    ...(options.tools === undefined ? {} : { tools: options.tools }),
     settingSources: options.settingSources,
     settings: {
       env: pinnedSettingsEnv(options.env),

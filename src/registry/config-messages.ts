@@ -71,6 +71,13 @@ const FIELD_HELP: Record<string, FieldHelp> = {
     fix: 'leave it out to use the window the server reports',
   },
   'models.*.bring_up': { expect: 'text telling the user how to start the model' },
+  agents: { expect: 'a mapping of agent names (files in .claude/agents/) to settings' },
+  'agents.*': {
+    expect: 'a mapping such as {model: qwen3.8-27b, verify: npm test, isolation: worktree}',
+  },
+  'agents.*.model': { expect: 'a served id or menu name for this agent’s jobs' },
+  'agents.*.verify': { expect: 'a shell command, such as npm test' },
+  'agents.*.isolation': { expect: 'none or worktree' },
 };
 
 const NAME_HELP: Record<string, FieldHelp> = {

@@ -87,6 +87,7 @@ function unknownKeyWarnings(
   for (const [section, known] of [
     ['endpoints', KNOWN_KEYS.endpoint],
     ['models', KNOWN_KEYS.model],
+    ['agents', KNOWN_KEYS.agent],
   ] as const) {
     const entries = root[section];
     if (entries === null || typeof entries !== 'object') continue;

@@ -6,6 +6,7 @@ import { formatPath } from './config-messages.js';
 import type { ParsedLayer } from './config-parse.js';
 import type { EndpointLayer, ModelLayer } from './config-schema.js';
 import type {
+  AgentEntry,
   ConfigIssue,
   Defaults,
   EndpointConfig,
@@ -85,6 +86,15 @@ function normaliseModel(name: string, value: ModelLayer): ModelEntry {
   return entry;
 }
 
+/** The keys of a parsed entry that are set (zod keeps absent optional keys out already; this says so to tsc). */
+function definedOnly<T extends Record<string, unknown>>(
+  value: T,
+): { [K in keyof T]: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(value).filter(([, field]) => field !== undefined)) as {
+    [K in keyof T]: Exclude<T[K], undefined>;
+  };
+}
+
 /** Layers lowest first; endpoints and models replace entry by entry, defaults key by key. */
 export function mergeLayers(
   layers: ParsedLayer[],
@@ -94,6 +104,7 @@ export function mergeLayers(
   const defaults: Defaults = builtinDefaults();
   const endpoints = new Map<string, Sourced<EndpointLayer>>();
   const models = new Map<string, Sourced<ModelLayer>>();
+  const agents = new Map<string, AgentEntry>();
   for (const from of layers) {
     const layer = from.layer ?? {};
     for (const [key, value] of Object.entries(layer.defaults ?? {})) {
@@ -103,6 +114,8 @@ export function mergeLayers(
       endpoints.set(name, { value, from });
     for (const [name, value] of Object.entries(layer.models ?? {}))
       models.set(name, { value, from });
+    for (const [name, value] of Object.entries(layer.agents ?? {}))
+      agents.set(name, { name, ...definedOnly(value) });
   }
   const errors: ConfigIssue[] = [];
   const warnings: ConfigIssue[] = [];
@@ -155,7 +168,13 @@ export function mergeLayers(
     seen.set(endpoint.base_url, earlier ?? endpoint.name);
   }
   return {
-    config: { defaults, endpoints: endpointList, models: modelList, files },
+    config: {
+      defaults,
+      endpoints: endpointList,
+      models: modelList,
+      agents: [...agents.values()],
+      files,
+    },
     errors,
     warnings,
   };

@@ -66,6 +66,13 @@ export const ModelSchema = z.object({
   verify: text.min(1).optional(),
 });
 
+/** How a user's Claude Code subagent (.claude/agents/NAME.md) runs on a local model; over its frontmatter. */
+export const AgentSchema = z.object({
+  model: text.min(1).optional(),
+  verify: text.min(1).optional(),
+  isolation: z.enum(['none', 'worktree']).optional(),
+});
+
 // `qwen3:` (null) and `qwen3: "notes"` are both friendly ways to list a menu entry.
 const modelEntry = z.preprocess(
   (value) => (value === null ? {} : typeof value === 'string' ? { notes: value } : value),
@@ -78,6 +85,7 @@ export const LayerSchema = z.object({
   defaults: z.preprocess((value) => value ?? {}, DefaultsLayerSchema).optional(),
   endpoints: z.preprocess((value) => value ?? {}, z.record(entryName, EndpointSchema)).optional(),
   models: z.preprocess((value) => value ?? {}, z.record(entryName, modelEntry)).optional(),
+  agents: z.preprocess((value) => value ?? {}, z.record(entryName, AgentSchema)).optional(),
 });
 
 export type Layer = z.output<typeof LayerSchema>;
@@ -90,4 +98,5 @@ export const KNOWN_KEYS = {
   defaults: Object.keys(DefaultsLayerSchema.shape),
   endpoint: Object.keys(EndpointSchema.shape),
   model: Object.keys(ModelSchema.shape),
+  agent: Object.keys(AgentSchema.shape),
 } as const;

@@ -57,11 +57,20 @@ export interface ModelEntry {
   verify?: string;
 }
 
+/** models.yaml `agents.NAME`: how the user's subagent NAME runs here (over its file's localagents block). */
+export interface AgentEntry {
+  name: string;
+  model?: string;
+  verify?: string;
+  isolation?: 'none' | 'worktree';
+}
+
 export interface RegistryConfig {
   defaults: Defaults;
   /** In config order: the user file's first, then entries new in later layers. */
   endpoints: EndpointConfig[];
   models: ModelEntry[];
+  agents: AgentEntry[];
   /** The layers that existed, lowest first. */
   files: string[];
 }

@@ -115,6 +115,7 @@ function configWith(probe: EndpointProbe) {
       defaults: builtinDefaults(),
       endpoints: [{ name: probe.name, base_url: probe.base_url, backend: probe.backend, env: {} }],
       models: [],
+      agents: [],
       files: [],
     },
   };

@@ -21,7 +21,11 @@ export function registerListModelsTool(server: McpServer, deps: McpDeps): Regist
     },
     () =>
       answer(async () => {
-        const snapshot = await deps.registry.snapshot();
+        const [snapshot, agents] = await Promise.all([
+          deps.registry.snapshot(),
+          // A broken agent file is said, not fatal: the models are what this tool is for.
+          deps.runner.agents(deps.cwd).catch((error: unknown) => String(error)),
+        ]);
         const warnings: string[] = [];
         for (const endpoint of snapshot.endpoints) {
           for (const [model, window] of Object.entries(endpoint.context)) {
@@ -50,6 +54,8 @@ export function registerListModelsTool(server: McpServer, deps: McpDeps): Regist
           default_model: config.ok ? (config.config.defaults.model ?? null) : null,
           endpoints: snapshot.endpoints,
           models: snapshot.models,
+          // The user's Claude Code subagents (.claude/agents/) that run_agent agent: NAME can run here.
+          agents,
           warnings,
           next:
             running.length > 0

@@ -103,6 +103,12 @@ export const runAgentInput = {
     .max(86_400)
     .optional()
     .describe('Seconds before the job is stopped (default from models.yaml, 1800)'),
+  agent: z
+    .string()
+    .optional()
+    .describe(
+      "Name of the user's own Claude Code subagent (.claude/agents/<name>.md, in cwd's project or ~/.claude): its prompt is the delegate's instructions and its tools the delegate's tools; a localagents: block in it (or agents: in models.yaml) picks model, verify and isolation. list_models lists them",
+    ),
   verify: z
     .string()
     .trim()
@@ -148,6 +154,7 @@ export function registerRunAgentTool(server: McpServer, deps: McpDeps): Register
           timeoutS: args.timeout_s,
           verify: args.verify,
           verifyRetries: args.verify_retries,
+          agent: args.agent,
         });
         if (outcome.kind === 'not_ready') return notReadyResult(outcome.resolution);
         const waitS = safeWaitS(args.wait_s, 0);
