@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { decideOutcome, isPossibleNoOp } from './outcome.js';
+import { claimWithoutTrace, decideOutcome, isPossibleNoOp } from './outcome.js';
 import { newJobRecord } from './record.js';
 import { parseSdkMessage, type SdkResult } from './sdk-message.js';
 
@@ -94,5 +94,36 @@ describe('isPossibleNoOp', () => {
 
   it('never flags a job that did not succeed', () => {
     expect(isPossibleNoOp({ ...base, status: 'failed', result_text: null })).toBe(false);
+  });
+});
+
+describe('claimWithoutTrace', () => {
+  const base = {
+    ...newJobRecord({
+      id: '20261129-000000-aaaa',
+      task: 'fix it',
+      cwd: '/w',
+      isolation: 'none',
+      permissionMode: 'acceptEdits',
+      maxTurns: 5,
+      timeoutS: 60,
+    }),
+    status: 'succeeded' as const,
+  };
+
+  it('says when a report claims work that left no trace and ran no command', () => {
+    const record = { ...base, result_text: 'I fixed the parser and all tests pass now.' };
+    expect(claimWithoutTrace(record, 0)).toBe(
+      'the report says "I fixed", yet nothing changed on disk and no command ran: check before trusting it',
+    );
+  });
+
+  it.each([
+    ['an edited file', { result_text: 'I fixed it.', files_touched: ['a.ts'] }, 0],
+    ['a change git saw', { result_text: 'I fixed it.', changed_on_disk: true }, 0],
+    ['a command it ran', { result_text: 'All tests pass.' }, 1],
+    ['a report of what it found', { result_text: 'The parser looks right; nothing to change.' }, 0],
+  ])('says nothing for %s', (_what, patch, commands) => {
+    expect(claimWithoutTrace({ ...base, ...patch }, commands)).toBeUndefined();
   });
 });

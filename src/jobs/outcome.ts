@@ -99,11 +99,33 @@ export function finishedFields(
   };
 }
 
-/** Succeeded, yet no edits (no touched file, no kept worktree, no change git saw) and no real report. */
-export function isPossibleNoOp(record: JobRecord): boolean {
-  const edited =
+function edited(record: JobRecord): boolean {
+  return (
     record.files_touched.length > 0 ||
     record.worktree?.state === 'kept' ||
-    record.changed_on_disk === true;
-  return record.status === 'succeeded' && !edited && !isMeaningfulResult(record.result_text);
+    record.changed_on_disk === true
+  );
+}
+
+/** Succeeded, yet no edits (no touched file, no kept worktree, no change git saw) and no real report. */
+export function isPossibleNoOp(record: JobRecord): boolean {
+  return (
+    record.status === 'succeeded' && !edited(record) && !isMeaningfulResult(record.result_text)
+  );
+}
+
+/** Words a report uses to say it did the work, not that it looked at it. */
+const DONE_CLAIM =
+  /\b(?:I (?:have )?(?:wrote|written|created|added|fixed|updated|implemented|changed|edited|refactored|renamed|removed|deleted|ran)|(?:tests?|build) (?:now )?pass(?:es|ed)?|all tests pass|done:?)\b/i;
+
+/**
+ * The report claims work the job has no trace of: it says it wrote, fixed or tested something, yet nothing
+ * changed on disk (no touched file, no kept worktree, no change git saw) and it ran no command.
+ */
+export function claimWithoutTrace(record: JobRecord, commandsRun: number): string | undefined {
+  if (record.status !== 'succeeded' || edited(record) || commandsRun > 0) return undefined;
+  const claim = DONE_CLAIM.exec(record.result_text ?? '');
+  return claim
+    ? `the report says "${claim[0]}", yet nothing changed on disk and no command ran: check before trusting it`
+    : undefined;
 }

@@ -22,7 +22,7 @@ import {
   type DelegateMcpPolicy,
 } from './delegate-mcp.js';
 import { routeConfigFor, type ReadyEndpoint } from './ready-endpoint.js';
-import { decideOutcome, finishedFields, isPossibleNoOp } from './outcome.js';
+import { claimWithoutTrace, decideOutcome, finishedFields, isPossibleNoOp } from './outcome.js';
 import { isProcessAlive, runShellCommand, terminateProcess } from './process.js';
 import { watchBackend, type BackendFailure, type BackendWatch } from './backend-watch.js';
 import { buildSessionEnv } from './session-env.js';
@@ -572,7 +572,13 @@ async function recordTreeChange(run: JobRun): Promise<void> {
 }
 
 function flagNoOp(run: JobRun): void {
-  run.job.record = { ...run.job.record, possible_no_op: isPossibleNoOp(run.job.record) };
+  const record = run.job.record;
+  const claim = claimWithoutTrace(record, run.transcript.stats().commandsRun);
+  run.job.record = {
+    ...record,
+    possible_no_op: isPossibleNoOp(record) || claim !== undefined,
+    ...(claim === undefined ? {} : { warnings: [...record.warnings, claim] }),
+  };
 }
 
 function writeDoneLine(run: JobRun): void {

@@ -14,6 +14,8 @@ export interface TranscriptStats {
   sessionId: string | undefined;
   turns: number;
   toolCalls: number;
+  /** Bash calls: commands the session ran (a build, the tests). */
+  commandsRun: number;
   filesTouched: string[];
   lastActivity: string | undefined;
   /** The last tool call, e.g. `Bash(npm test)`: progress lines show it beside the last activity. */
@@ -98,6 +100,7 @@ export function createTranscript(cwd: string): Transcript {
     sessionId: undefined,
     turns: 0,
     toolCalls: 0,
+    commandsRun: 0,
     filesTouched: [],
     lastActivity: undefined,
     lastTool: undefined,
@@ -141,6 +144,7 @@ export function createTranscript(cwd: string): Transcript {
             stats.lastActivity = 'thinking';
           } else if (block.type === 'tool_use') {
             stats.toolCalls += 1;
+            if (block.name === 'Bash') stats.commandsRun += 1;
             const file = touchedFile(block.name, block.input);
             if (file !== undefined) {
               const path = relativePath(file);

@@ -104,4 +104,18 @@ describe('verify: the job checks its own work', () => {
     expect(done.status).toBe('succeeded');
     expect(done.verification).toMatchObject({ command: 'sh check.sh', passed: true, rounds: 1 });
   });
+
+  it('says so when the report claims work that left no trace and ran no command', async () => {
+    const { client } = await setup([{ text: 'I fixed the parser and all tests pass now.' }]);
+    const done = await callTool(client, 'run_agent', {
+      task: 'Fix the parser.',
+      cwd: await tempDir(),
+      wait_s: 100,
+    });
+    expect(done.status).toBe('succeeded');
+    expect(done.possible_no_op).toBe(true);
+    expect(done.warnings).toContain(
+      'the report says "I fixed", yet nothing changed on disk and no command ran: check before trusting it',
+    );
+  });
 });
