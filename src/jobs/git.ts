@@ -7,6 +7,8 @@ export interface GitOptions {
   okCodes?: number[];
   /** Most stdout bytes to take (default 64 MiB); more fails the call (isOutputTooLarge). */
   maxOutputBytes?: number;
+  /** Written to git's stdin (a patch for `git apply -`). */
+  input?: string;
 }
 
 /** The call failed because git printed more than maxOutputBytes. */
@@ -36,7 +38,7 @@ const GIT_ENV = {
 /** `git <args>` in `cwd`; a non-zero exit outside `okCodes` → LocalAgentsError('GIT_FAILED') with git's stderr. */
 export function runGit(cwd: string, args: string[], options: GitOptions = {}): Promise<GitResult> {
   return new Promise((resolve, reject) => {
-    execFile(
+    const child = execFile(
       'git',
       args,
       {
@@ -58,6 +60,7 @@ export function runGit(cwd: string, args: string[], options: GitOptions = {}): P
         );
       },
     );
+    if (options.input !== undefined) child.stdin?.end(options.input);
   });
 }
 

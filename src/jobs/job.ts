@@ -62,7 +62,8 @@ export const worktreeInfoSchema = z.object({
   /** What merge_job did: the strategy, the branch it merged into and the commit that branch then had. */
   merged: z
     .object({
-      strategy: z.enum(['merge', 'squash', 'cherry-pick']),
+      /** apply: a working-tree job's own changes applied, uncommitted, to the user's working tree. */
+      strategy: z.enum(['merge', 'squash', 'cherry-pick', 'apply']),
       into: z.string(),
       commit: z.string(),
     })

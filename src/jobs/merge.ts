@@ -1,6 +1,7 @@
 import { LocalAgentsError } from '../errors.js';
 import { runGit } from './git.js';
 import { isTerminalStatus, type JobRecord, type WorktreeInfo } from './job.js';
+import { applyPatch, WORKING_TREE } from './working-tree.js';
 import { removeWorktree } from './worktree.js';
 
 /**
@@ -143,12 +144,48 @@ async function integrate(
   }
 }
 
+/**
+ * A job that started from the user's uncommitted work (base_ref "working-tree"): its own changes (snapshot to its
+ * head) applied to the user's working tree, uncommitted like the work they continue, when they still apply.
+ */
+async function applyToWorkingTree(record: JobRecord, worktree: WorktreeInfo): Promise<JobRecord> {
+  const jobHead = await commitWork(worktree, `local-agent ${record.id}`, trailersOf(record));
+  const patch = (await runGit(worktree.path, ['diff', '--binary', worktree.base_commit, jobHead]))
+    .stdout;
+  const root = worktree.repo_root;
+  if (patch.length > 0) {
+    await applyPatch(root, patch, true).catch(() =>
+      refuse(
+        `the job's changes no longer apply to your working tree in ${root}: the files it changed were changed again since it started`,
+        'look at job_diff and take what you need by hand; nothing was changed',
+      ),
+    );
+    await applyPatch(root, patch);
+  }
+  await removeWorktree(worktree);
+  const { review: _review, ...rest } = worktree;
+  return {
+    ...record,
+    worktree: {
+      ...rest,
+      head_commit: jobHead,
+      state: 'merged',
+      merged: {
+        strategy: 'apply',
+        into: worktree.base_branch ?? 'your working tree',
+        commit: await git(root, 'rev-parse', 'HEAD'),
+      },
+    },
+  };
+}
+
 export async function mergeJob(
   record: JobRecord,
   strategy: MergeStrategy,
   message?: string,
 ): Promise<JobRecord> {
   const worktree = keptWorktree(record);
+  if (worktree.base_ref === WORKING_TREE) return applyToWorkingTree(record, worktree);
   const into = worktree.base_branch;
   if (into === undefined)
     refuse(

@@ -4,6 +4,7 @@ import { LocalAgentsError } from '../errors.js';
 import { shellQuote } from '../shell-quote.js';
 import { gitOutput, isOutputTooLarge, runGit } from './git.js';
 import type { Diffstat, WorktreeInfo } from './job.js';
+import { snapshotWorkingTree, WORKING_TREE } from './working-tree.js';
 
 export interface RepoLocation {
   root: string;
@@ -54,9 +55,12 @@ export async function createWorktree(
     );
   }
   const baseRef = input.baseRef ?? 'HEAD';
+  // working-tree: the user's uncommitted state on top of HEAD, snapshotted once the worktree exists.
+  const fromWorkingTree = baseRef === WORKING_TREE;
+  const startRef = fromWorkingTree ? 'HEAD' : baseRef;
   const baseCommit =
     input.reuse?.baseCommit ??
-    (await gitOutput(repo.root, ['rev-parse', '--verify', '--quiet', `${baseRef}^{commit}`]).catch(
+    (await gitOutput(repo.root, ['rev-parse', '--verify', '--quiet', `${startRef}^{commit}`]).catch(
       (error: unknown) => {
         throw new LocalAgentsError(
           'BAD_ARGUMENT',
@@ -68,7 +72,7 @@ export async function createWorktree(
         );
       },
     ));
-  const baseBranch = await branchOf(repo.root, baseRef);
+  const baseBranch = await branchOf(repo.root, startRef);
   const path =
     input.reuse?.path ?? join(input.stateDir, 'worktrees', safeRepoName(repo.root), input.jobId);
   const branch = input.reuse?.branch ?? branchName(input.jobId);
@@ -83,6 +87,10 @@ export async function createWorktree(
     ? ['worktree', 'add', path, branch]
     : ['worktree', 'add', '-b', branch, path, baseCommit];
   await runGit(repo.root, args);
+  const snapshot =
+    fromWorkingTree && !input.reuse
+      ? await snapshotWorkingTree(repo.root, path, input.jobId)
+      : undefined;
   // The job runs in the same directory relative to the repository root as the caller's cwd.
   const runCwd = resolve(path, repo.prefix);
   await mkdir(runCwd, { recursive: true });
@@ -92,7 +100,7 @@ export async function createWorktree(
       path,
       branch,
       base_ref: baseRef,
-      base_commit: baseCommit,
+      base_commit: snapshot ?? baseCommit,
       ...(baseBranch === undefined ? {} : { base_branch: baseBranch }),
       state: 'active',
     },

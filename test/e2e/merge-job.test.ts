@@ -129,3 +129,52 @@ describe('discard_job', () => {
     expect((await app.store.read(id)).worktree?.state).toBe('removed');
   });
 });
+
+describe('base_ref "working-tree"', () => {
+  it('starts from the uncommitted state, and merging applies only the job’s own changes to it', async () => {
+    const { client, app } = await startTestApp(emulatorConfig(emulator.url));
+    const repo = await gitRepo({
+      'README.md': '# demo\n',
+      '.gitignore': 'ignored.txt\n',
+      'a.txt': 'a\n',
+    });
+    await writeFile(join(repo, 'a.txt'), 'a staged\n');
+    await git(repo, 'add', 'a.txt');
+    await writeFile(join(repo, 'README.md'), '# demo, being edited\n');
+    await writeFile(join(repo, 'new.txt'), 'not yet added\n');
+    await writeFile(join(repo, 'ignored.txt'), 'secret scratch\n');
+    const head = (await git(repo, 'rev-parse', 'HEAD')).trim();
+    const status = await git(repo, 'status', '--porcelain');
+
+    const done = await callTool(client, 'run_agent', {
+      task: 'Write hello.txt and show it.',
+      cwd: repo,
+      isolation: 'worktree',
+      base: 'working-tree',
+      wait_s: 100,
+    });
+    expect(done.status).toBe('succeeded');
+    const record = await app.store.read(String(done.id));
+    const worktree = record.worktree?.path ?? '';
+    // The job saw the work in progress: staged, unstaged and untracked; not what git ignores.
+    expect(await readFile(join(worktree, 'a.txt'), 'utf8')).toBe('a staged\n');
+    expect(await readFile(join(worktree, 'README.md'), 'utf8')).toBe('# demo, being edited\n');
+    expect(await readFile(join(worktree, 'new.txt'), 'utf8')).toBe('not yet added\n');
+    expect(existsSync(join(worktree, 'ignored.txt'))).toBe(false);
+    // Its diff is its own work only.
+    expect(record.worktree?.diffstat?.files.map((file) => file.path)).toEqual(['hello.txt']);
+    expect(record.worktree).toMatchObject({ base_ref: 'working-tree', base_branch: 'main' });
+
+    const merged = await callTool(client, 'merge_job', { job_id: String(done.id) });
+    expect(merged.merged).toMatchObject({ strategy: 'apply', into: 'main', commit: head });
+    expect(await readFile(join(repo, 'hello.txt'), 'utf8')).toBe('hello from the local model\n');
+    // The user's work in progress is as it was, HEAD too; the job's file is there, uncommitted.
+    expect((await git(repo, 'rev-parse', 'HEAD')).trim()).toBe(head);
+    const lines = (text: string) => text.split('\n').filter(Boolean).sort();
+    expect(lines(await git(repo, 'status', '--porcelain'))).toEqual(
+      lines(`${status}?? hello.txt\n`),
+    );
+    expect(await readFile(join(repo, 'ignored.txt'), 'utf8')).toBe('secret scratch\n');
+    expect(existsSync(worktree)).toBe(false);
+  });
+});

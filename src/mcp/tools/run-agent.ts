@@ -60,8 +60,12 @@ export const runAgentInput = {
     .string()
     .optional()
     .describe(
-      'Commit, branch or tag the worktree starts from (default HEAD); only with isolation "worktree"',
+      'Where the worktree starts (only with isolation "worktree"): a commit, branch or tag (default HEAD), or "working-tree": your current uncommitted state (staged, unstaged and untracked files), so the job continues work in progress without you committing; merge_job then applies only the job\'s own changes to your working tree',
     ),
+  base: z
+    .string()
+    .optional()
+    .describe('Same as base_ref: "head", "working-tree" or a commit, branch or tag'),
   wait_s: z
     .number()
     .min(0)
@@ -145,7 +149,7 @@ export function registerRunAgentTool(server: McpServer, deps: McpDeps): Register
           endpoint: args.endpoint,
           cwd: args.cwd ?? deps.cwd,
           isolation: args.isolation,
-          baseRef: args.base_ref,
+          baseRef: args.base_ref ?? (args.base?.toLowerCase() === 'head' ? 'HEAD' : args.base),
           permissionMode: args.permission_mode,
           maxTurns: args.max_turns,
           allowedTools: args.allowed_tools,
