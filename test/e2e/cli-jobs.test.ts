@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
@@ -97,6 +98,20 @@ describe('localagents run / jobs / show / log / diff', () => {
     const diff = await cli(['diff', record.id], { env, cwd });
     expect(diff.stdout).toContain('+++ b/hello.txt');
     expect(diff.stdout).toContain('+hello from the local model');
+
+    const badStrategy = await cli(['merge', record.id, '--strategy', 'rebase'], { env, cwd });
+    expect(badStrategy.code).toBe(2);
+    expect(badStrategy.stderr).toContain('--strategy must be merge, squash or cherry-pick');
+    const merge = await cli(['merge', record.id, '--strategy', 'squash'], { env, cwd });
+    expect(merge.stdout).toMatch(
+      new RegExp(
+        `^job ${record.id}: merged into main \\(squash, now [0-9a-f]{12}\\); worktree and branch removed\n$`,
+      ),
+    );
+    expect(await readFile(join(repo, 'hello.txt'), 'utf8')).toBe('hello from the local model\n');
+    const discard = await cli(['discard', record.id], { env, cwd });
+    expect(discard.code).toBe(1);
+    expect(discard.stderr).toContain('worktree is merged: there is nothing left to merge');
   });
 
   // util-linux `script` gives the command a pseudo-terminal, so stderr is a TTY as in a user's shell.
@@ -222,6 +237,32 @@ describe('localagents run / jobs / show / log / diff', () => {
     expect(cancel.stdout).toBe(`job ${hanging}: cancelled\n`);
     expect(cancel.code).toBe(0);
     expect(await runningClaudePids()).not.toContain(pid);
+  });
+});
+
+describe('localagents agents', () => {
+  it('lists the subagents a job in a directory can run as, with the model each would use', async () => {
+    const root = await tempDir({
+      '.claude/agents/reviewer.md':
+        '---\ndescription: Reads and reports.\ntools: Read, Grep\nlocalagents:\n  model: qwen-x\n---\nReview.\n',
+    });
+    const { env } = await setup();
+    const json = await cli(['agents', '--cwd', root, '--json'], { env, cwd: root });
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual([
+      {
+        name: 'reviewer',
+        scope: 'project',
+        file: join(root, '.claude', 'agents', 'reviewer.md'),
+        description: 'Reads and reports.',
+        tools: ['Read', 'Grep'],
+        model: 'qwen-x',
+        verify: null,
+        isolation: null,
+      },
+    ]);
+    const table = await cli(['agents', '--cwd', root], { env, cwd: root });
+    expect(table.stdout).toMatch(/^reviewer +qwen-x +Read,Grep +project +Reads and reports\.$/m);
   });
 });
 
