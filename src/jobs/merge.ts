@@ -162,20 +162,25 @@ async function applyToWorkingTree(record: JobRecord, worktree: WorktreeInfo): Pr
     );
     await applyPatch(root, patch);
   }
+  return merged(record, worktree, jobHead, {
+    strategy: 'apply',
+    into: worktree.base_branch ?? 'your working tree',
+    commit: await git(root, 'rev-parse', 'HEAD'),
+  });
+}
+
+/** The record once the work is in: worktree and branch removed, where the work went. */
+async function merged(
+  record: JobRecord,
+  worktree: WorktreeInfo,
+  jobHead: string,
+  outcome: NonNullable<WorktreeInfo['merged']>,
+): Promise<JobRecord> {
   await removeWorktree(worktree);
   const { review: _review, ...rest } = worktree;
   return {
     ...record,
-    worktree: {
-      ...rest,
-      head_commit: jobHead,
-      state: 'merged',
-      merged: {
-        strategy: 'apply',
-        into: worktree.base_branch ?? 'your working tree',
-        commit: await git(root, 'rev-parse', 'HEAD'),
-      },
-    },
+    worktree: { ...rest, head_commit: jobHead, state: 'merged', merged: outcome },
   };
 }
 
@@ -199,17 +204,7 @@ export async function mergeJob(
   await checkMergeable(worktree, into, jobHead);
   await integrate(worktree.repo_root, strategy, worktree, jobHead, subject, trailers);
   const commit = await git(worktree.repo_root, 'rev-parse', 'HEAD');
-  await removeWorktree(worktree);
-  const { review: _review, ...rest } = worktree;
-  return {
-    ...record,
-    worktree: {
-      ...rest,
-      head_commit: jobHead,
-      state: 'merged',
-      merged: { strategy, into, commit },
-    },
-  };
+  return merged(record, worktree, jobHead, { strategy, into, commit });
 }
 
 export async function discardJob(record: JobRecord): Promise<JobRecord> {
