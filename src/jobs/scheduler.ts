@@ -86,12 +86,12 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
     if (index >= 0) queue.splice(index, 1);
   };
 
-  /** Puts one job on an endpoint with room, or says what it waits for. */
+  /** Puts one job on an endpoint with room (or ends its wait: settled), or says what it still waits for. */
   async function place(
     entry: Entry,
     snapshot: RegistrySnapshot,
     grace: number,
-  ): Promise<{ admitted: boolean; reason: string }> {
+  ): Promise<{ settled: boolean; reason: string }> {
     const placements = resolvePlacements(
       snapshot.config,
       snapshot.endpoints,
@@ -102,9 +102,9 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
       if (Date.now() - entry.unservedSince >= grace) {
         remove(entry);
         entry.settle({ kind: 'not_ready', resolution: placements });
-        return { admitted: true, reason: '' };
+        return { settled: true, reason: '' };
       }
-      return { admitted: false, reason: `waiting for the model: ${placements.message}` };
+      return { settled: false, reason: `waiting for the model: ${placements.message}` };
     }
     entry.unservedSince = undefined;
     const maxConcurrent = (name: string): number | undefined =>
@@ -133,10 +133,10 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
       if (!lease) continue;
       remove(entry);
       entry.settle({ kind: 'admitted', resolution: withShare(option, capacity), lease });
-      return { admitted: true, reason: '' };
+      return { settled: true, reason: '' };
     }
     const busy = rated.map(({ option, capacity, held }) => describeBusy(option, capacity, held));
-    return { admitted: false, reason: `waiting for a free slot on ${busy.join(', ')}` };
+    return { settled: false, reason: `waiting for a free slot on ${busy.join(', ')}` };
   }
 
   async function round(): Promise<void> {
@@ -155,7 +155,7 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
       let reason = blocked.get(key);
       if (reason === undefined) {
         const placed = await place(entry, snapshot, grace);
-        if (placed.admitted) continue;
+        if (placed.settled) continue;
         reason = placed.reason;
         blocked.set(key, reason);
       }
