@@ -203,6 +203,25 @@ processes: the server that runs the job records the cancel.`,
     load: async () => (await import('./jobs.js')).runCancel,
   },
   {
+    name: 'doctor',
+    summary:
+      'check that a server works with Claude Code: window, fold, tools, stream, cache, overflow, speed',
+    usage: `localagents doctor [--endpoint NAME | --base-url URL] [--model M] [--json]
+
+Replays Claude Code's own first request (its system prompt, tools and messages) against the server, through
+the shim as a job would and, for the system-message check, directly too, and reports each check as PASS, WARN,
+FAIL or SKIP with the fix: the window and how many turns fit, /metrics and /slots, a system message inside
+messages, a tool call, the stream's event order, count_tokens, the prompt cache, the overflow answer Claude
+Code compacts on, and the prompt speed. Exit 0 when nothing fails.
+
+Options:
+  --endpoint NAME      a models.yaml endpoint (default: the first)
+  --base-url URL       a server not in models.yaml (with --backend K, --api-key-env VAR)
+  --model M            the served id to check (default: the first the server serves)
+  --json               one object: {endpoint, base_url, backend, served_model, ok, checks: [{id, result, detail, fix?}]}`,
+    load: async () => (await import('./doctor.js')).runDoctor,
+  },
+  {
     name: 'agents',
     summary: 'your Claude Code subagents (.claude/agents/) and the local model each would run on',
     usage: `localagents agents [--cwd D] [--json] [--config F]

@@ -189,8 +189,12 @@ export function effectiveContext(
 }
 
 /** How the user gives a model a larger window on each server: the one clause a bring-up answer needs. */
-export function raiseWindowHint(backend: BackendKind, servedId: string, slots = 1): string {
-  const size = SUGGESTED_CONTEXT_TOKENS;
+export function raiseWindowHint(
+  backend: BackendKind,
+  servedId: string,
+  slots = 1,
+  size = SUGGESTED_CONTEXT_TOKENS,
+): string {
   switch (backend) {
     case 'ollama':
       return `restart Ollama with OLLAMA_CONTEXT_LENGTH=${size} (or give the model PARAMETER num_ctx ${size} in a Modelfile) and load ${servedId} again`;
