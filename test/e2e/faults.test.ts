@@ -20,12 +20,16 @@ afterEach(async () => {
   for (const emu of emulators.splice(0)) await emu.close().catch(() => undefined);
 });
 
+/** The MCP client of the last job() call, for what the server says afterwards. */
+let lastClient: Awaited<ReturnType<typeof startTestApp>>['client'] | undefined;
+
 async function job(emu: Emulator, afterStart?: () => Promise<void> | void) {
   const config = emulatorConfig(emu.url).replace(
     'defaults:\n',
     `defaults:\n  backend_grace_s: ${GRACE_S}\n`,
   );
   const { client } = await startTestApp(config);
+  lastClient = client;
   const started = await callTool(client, 'run_agent', {
     task: 'Write hello.txt.',
     cwd: await tempDir(),
@@ -90,6 +94,11 @@ describe('failures said fast and plainly', () => {
       message: expect.stringContaining('emu') as unknown,
     });
     expect(seconds).toBeLessThan(SLACK_S);
+    // list_models points at doctor for the endpoint that failed.
+    const listed = lastClient ? await callTool(lastClient, 'list_models') : {};
+    expect(listed.warnings).toContain(
+      `the last job on emu (${String(done.id)}) failed on a backend error (backend_config): check the server with localagents doctor --endpoint emu`,
+    );
   });
 
   it('ends a job whose backend keeps loading after the grace, as backend_down with what was tried', async () => {

@@ -21,12 +21,22 @@ export function registerListModelsTool(server: McpServer, deps: McpDeps): Regist
     },
     () =>
       answer(async () => {
-        const [snapshot, agents] = await Promise.all([
+        const [snapshot, agents, jobs] = await Promise.all([
           deps.registry.snapshot(),
           // A broken agent file is said, not fatal: the models are what this tool is for.
           deps.runner.agents(deps.cwd).catch((error: unknown) => String(error)),
+          deps.runner.list(true),
         ]);
         const warnings: string[] = [];
+        // An endpoint whose last job ended on a backend error: doctor says what about the server is wrong.
+        for (const endpoint of snapshot.endpoints) {
+          const last = jobs.records.filter((record) => record.endpoint === endpoint.name).at(-1);
+          const kind = last?.error?.kind;
+          if (kind === 'backend_config' || kind === 'backend_down' || kind === 'api_error')
+            warnings.push(
+              `the last job on ${endpoint.name} (${last?.id ?? '?'}) failed on a backend error (${kind}): check the server with localagents doctor --endpoint ${endpoint.name}`,
+            );
+        }
         for (const endpoint of snapshot.endpoints) {
           for (const [model, window] of Object.entries(endpoint.context)) {
             if (window < COMFORTABLE_CONTEXT_TOKENS) {
