@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
 import { routeConfigFor } from '../jobs/ready-endpoint.js';
 import { httpExchange, type HttpAnswer } from '../registry/probe-http.js';
 import type { EndpointProbe } from '../registry/probe.js';
@@ -354,7 +355,7 @@ export async function requestChecks(target: DoctorTarget, shim: Shim): Promise<C
     }
 
     // 7. Speed, measured on the way.
-    checks.push(speedCheck(streamed, again));
+    checks.push(speedCheck(streamed));
   } finally {
     await route.close();
   }
@@ -366,16 +367,62 @@ interface Streamed {
   usage:
     | { input_tokens?: number; output_tokens?: number; cache_read_input_tokens?: number | null }
     | undefined;
-  firstEventMs: number;
+  /** When the first generated token arrived: the prompt's processing ends there. */
+  firstTokenMs: number | undefined;
   totalMs: number;
 }
 
-/** One streamed request: its events in order, its usage, and when its first and last bytes came. */
-async function streamOnce(url: string, body: unknown): Promise<Streamed> {
+/** A streamed POST read as it arrives: the whole text, and when the first generated token came. */
+function streamTimed(
+  url: string,
+  body: unknown,
+): Promise<{ status: number; text: string; firstTokenMs: number | undefined; totalMs: number }> {
   const started = performance.now();
-  const sent = await post(url, body);
-  const totalMs = performance.now() - started;
-  const text = sent.answer.ok ? sent.answer.body : '';
+  const payload = Buffer.from(JSON.stringify(body));
+  return new Promise((resolve) => {
+    const done = (status: number, text: string, firstTokenMs?: number): void =>
+      resolve({ status, text, firstTokenMs, totalMs: performance.now() - started });
+    const outgoing = httpRequest(
+      url,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': payload.length },
+        signal: AbortSignal.timeout(120_000),
+      },
+      (response) => {
+        let text = '';
+        let firstTokenMs: number | undefined;
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => {
+          text += chunk;
+          if (firstTokenMs === undefined && text.includes('content_block_delta'))
+            firstTokenMs = performance.now() - started;
+        });
+        response.on('end', () => done(response.statusCode ?? 0, text, firstTokenMs));
+        response.on('error', () => done(0, text, firstTokenMs));
+      },
+    );
+    outgoing.on('error', () => done(0, ''));
+    outgoing.end(payload);
+  });
+}
+
+/** One streamed request: its events in order, its usage, and when its first token and its end came. */
+async function streamOnce(url: string, body: unknown): Promise<Streamed> {
+  const timed = await streamTimed(url, body);
+  const { totalMs } = timed;
+  const sent: Sent = {
+    answer: {
+      ok: true,
+      status: timed.status,
+      headers: new Headers(),
+      body: timed.text,
+      ms: totalMs,
+    },
+    ms: totalMs,
+    json: undefined,
+  };
+  const text = timed.text;
   const events = text
     .split('\n\n')
     .map((chunk) => /^event: (\S+)/m.exec(chunk)?.[1])
@@ -412,23 +459,32 @@ async function streamOnce(url: string, body: unknown): Promise<Streamed> {
             detail: `events out of Claude Code's order: ${events.slice(0, 8).join(', ')}`,
           },
     usage,
-    firstEventMs: totalMs,
+    firstTokenMs: timed.firstTokenMs,
     totalMs,
   };
 }
 
-/** Prompt processing speed from the first (uncached) turn, and what a job's first turn costs here. */
-function speedCheck(first: Streamed, second: Streamed): Check {
+/** Prompt and generation speed from the run's first (uncached) turn, and what a job's first turn costs here. */
+function speedCheck(first: Streamed): Check {
   const prompt = (first.usage?.input_tokens ?? 0) + (first.usage?.cache_read_input_tokens ?? 0);
-  const output = second.usage?.output_tokens ?? 0;
-  if (prompt === 0 || first.totalMs <= 0)
-    return { id: 'speed', result: 'skip', detail: 'no token counts to measure speed with' };
-  const promptPerS = Math.round((prompt / first.totalMs) * 1000);
+  const output = first.usage?.output_tokens ?? 0;
+  const prefillMs = first.firstTokenMs;
+  if (prompt === 0 || prefillMs === undefined)
+    return {
+      id: 'speed',
+      result: 'skip',
+      detail: 'no token counts or tokens to measure speed with',
+    };
+  const perS = (tokens: number, ms: number): number =>
+    Math.round((tokens / Math.max(ms, 1)) * 1000);
+  const promptPerS = perS(prompt, prefillMs);
+  const generation =
+    output > 1 ? `, generation ${perS(output - 1, first.totalMs - prefillMs)} tokens/s` : '';
   const firstTurnS =
     Math.round((CLAUDE_CODE_FIXED_PROMPT_TOKENS / Math.max(promptPerS, 1)) * 10) / 10;
   return {
     id: 'speed',
     result: 'pass',
-    detail: `about ${promptPerS} prompt tokens/s (${prompt} tokens in ${Math.round(first.totalMs)} ms, generation included${output ? `, ${output} generated` : ''}): a job's first turn costs about ${firstTurnS} s before its first token`,
+    detail: `prompt ${promptPerS} tokens/s (${prompt} uncached tokens before the first token in ${Math.round(prefillMs)} ms)${generation}: a job's first turn (about ${CLAUDE_CODE_FIXED_PROMPT_TOKENS} tokens) costs about ${firstTurnS} s before its first token`,
   };
 }

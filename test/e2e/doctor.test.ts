@@ -57,7 +57,9 @@ describe('localagents doctor', () => {
     expect(checks['count-tokens']?.result).toBe('pass');
     expect(checks.cache?.result).toBe('pass');
     expect(checks.overflow?.detail).toContain('prompt is too long');
-    expect(checks.speed?.detail).toMatch(/about \d+ prompt tokens\/s/);
+    expect(checks.speed?.detail).toMatch(
+      /^prompt \d+ tokens\/s \(\d+ uncached tokens before the first token in \d+ ms\), generation \d+ tokens\/s: /,
+    );
     // Replayed what Claude Code sends: its own tools reached the server.
     const tooled = emu.requests.find((request) => request.rawBody.includes('"name":"Write"'));
     expect(tooled).toBeDefined();
