@@ -95,7 +95,10 @@ function unexpectedInTarball(entries: string[]): string[] {
     (entry) =>
       !/^package\/(package\.json|README\.md|models\.example\.yaml|LICEN[CS]E(\.md|\.txt)?)$/.test(
         entry,
-      ) && !(/^package\/dist\/.+\.js(\.map)?$/.test(entry) && !/\.test\.js(\.map)?$/.test(entry)),
+      ) &&
+      // Claude Code's captured first request, which localagents doctor replays.
+      entry !== 'package/assets/claude-code-first-turn.json' &&
+      !(/^package\/dist\/.+\.js(\.map)?$/.test(entry) && !/\.test\.js(\.map)?$/.test(entry)),
   );
 }
 
@@ -204,6 +207,22 @@ describe('installed like a real package', () => {
       expect(demo.stdout, show(demo)).toMatch(/^demo succeeded in [\d.]+ s$/m);
       expect(demo.stdout, show(demo)).toMatch(/^ {2}hello\.txt \| \+\d+ -0 \(new file\)$/m);
       expect(demo.stdout, show(demo)).toMatch(/^your repository .*: untouched \(clean\)$/m);
+
+      // doctor from the installed copy finds the request it replays, against a server the installed copy emulates.
+      const doctor = await bash(
+        [
+          'localagents emulate --port 0 > emu.url &',
+          'pid=$!',
+          'until [ -s emu.url ]; do sleep 0.05; done',
+          'code=0',
+          'localagents doctor --base-url "$(head -1 emu.url)" --json || code=$?',
+          'kill "$pid"',
+          'exit "$code"',
+        ].join('\n'),
+        { cwd: work, env, timeoutMs: 60_000 },
+      );
+      expect(doctor.code, show(doctor)).toBe(0);
+      expect(JSON.parse(doctor.stdout)).toMatchObject({ ok: true, backend: 'llama.cpp' });
     } finally {
       await registry.close();
     }
