@@ -104,4 +104,17 @@ describe('createSseProcessor under any chunking and any event order (fast-check)
       { numRuns: 1000 },
     );
   });
+
+  it('notes a garbled event whether it comes alone in a chunk or with others (fast-check seed -424139194)', () => {
+    const good =
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}}\n\n';
+    const garbled = 'event: content_block_delta\ndata: {!}\n\n';
+    const whole = relay([Buffer.from(good + garbled)]);
+    const apart = relay([Buffer.from(good), Buffer.from(garbled)]);
+    expect(whole.processor.summary.malformed?.count).toBe(1);
+    expect(apart.processor.summary.malformed?.count).toBe(1);
+    expect(apart.out).toBe(
+      whole.out.replace(/msg_shim_\w+/, apart.out.match(/msg_shim_\w+/)?.[0] ?? ''),
+    );
+  });
 });

@@ -290,8 +290,16 @@ describe('countPlainEvents', () => {
   });
 
   it('is not fooled by event names inside the data', () => {
-    const text = 'event: content_block_delta\ndata: {"text":"event: error"}\n\n';
+    const text =
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"event: error"}}\n\n';
     expect(countPlainEvents(Buffer.from(text))).toBe(1);
+  });
+
+  it('leaves data that is not a content block object to the slow path, which notes garbage', () => {
+    // fast-check found `{!}` counted as plain when it came in a chunk of its own, and noted when it did not.
+    expect(
+      countPlainEvents(Buffer.from('event: content_block_delta\ndata: {!}\n\n')),
+    ).toBeUndefined();
   });
 });
 

@@ -120,7 +120,11 @@ export function countPlainEvents(complete: Buffer): number | undefined {
   return count;
 }
 
-/** `data: {…}` between `from` and `end` (two byte checks: the hot path cannot afford a parse). */
+/**
+ * `data: {"type":"content_block_…}` between `from` and `end`: the object every server writes for these events,
+ * checked at both ends (the hot path cannot afford a parse). Anything else goes to the slow path, which parses it
+ * and notes it when it is not JSON, so a garbled event is noted however the stream was cut into chunks.
+ */
 function looksLikeJsonData(event: Buffer, from: number, end: number): boolean {
   let at = from;
   if (!startsWithAt(event, at, DATA_PREFIX)) return false;
@@ -128,10 +132,11 @@ function looksLikeJsonData(event: Buffer, from: number, end: number): boolean {
   if (event[at] === 0x20) at++;
   let last = end - 1;
   while (last > at && (event[last] === 0x0a || event[last] === 0x0d)) last--;
-  return event[at] === 0x7b && event[last] === 0x7d;
+  return startsWithAt(event, at, BLOCK_DATA_PREFIX) && event[last] === 0x7d;
 }
 
 const DATA_PREFIX = Buffer.from('data:');
+const BLOCK_DATA_PREFIX = Buffer.from('{"type":"content_block_');
 
 /** Events that always carry a JSON object: one whose data is not one was cut or garbled by the backend. */
 const JSON_EVENTS = new Set([
@@ -343,12 +348,22 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     let modified = false;
     let position = 0;
     while (position < completeEnd) {
+      // Extra blank lines before an event belong to no event: passed on as they came, so the event after them
+      // is read by its own first line whether or not they ended the chunk before it.
+      const blank = position;
+      while (position < completeEnd && data[position] === 0x0a) position++;
+      if (position > blank) pieces.push(data.subarray(blank, position));
+      if (position >= completeEnd) break;
       let end = data.indexOf(SEPARATOR, position);
       if (end === -1 || end >= completeEnd) end = completeEnd - 2;
       const event = data.subarray(position, end);
       const whole = data.subarray(position, end + 2);
       position = end + 2;
-      if (event.length === 0) continue;
+      // Blank lines between events are passed on as they came, as they are when a chunk holds only them.
+      if (event.length === 0) {
+        pieces.push(whole);
+        continue;
+      }
       const name = eventName(event);
       if (!started && name === 'error' && options.holdLeadingError()) {
         halted = true;
