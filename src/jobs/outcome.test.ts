@@ -70,16 +70,19 @@ describe('decideOutcome', () => {
   });
 });
 
+/** A fresh job record that the cases below patch into the state they judge. */
+const queuedRecord = newJobRecord({
+  id: '20261129-000000-aaaa',
+  task: 'fix it',
+  cwd: '/w',
+  isolation: 'none',
+  permissionMode: 'acceptEdits',
+  maxTurns: 5,
+  timeoutS: 60,
+});
+
 describe('isPossibleNoOp', () => {
-  const base = newJobRecord({
-    id: '20261129-000000-aaaa',
-    task: 'fix it',
-    cwd: '/w',
-    isolation: 'none',
-    permissionMode: 'acceptEdits',
-    maxTurns: 5,
-    timeoutS: 60,
-  });
+  const base = queuedRecord;
 
   it.each([
     ['no edits and "Done."', { result_text: 'Done.' }, true],
@@ -98,18 +101,7 @@ describe('isPossibleNoOp', () => {
 });
 
 describe('claimWithoutTrace', () => {
-  const base = {
-    ...newJobRecord({
-      id: '20261129-000000-aaaa',
-      task: 'fix it',
-      cwd: '/w',
-      isolation: 'none',
-      permissionMode: 'acceptEdits',
-      maxTurns: 5,
-      timeoutS: 60,
-    }),
-    status: 'succeeded' as const,
-  };
+  const base = { ...queuedRecord, status: 'succeeded' as const };
 
   it('says when a report claims work that left no trace and ran no command', () => {
     const record = { ...base, result_text: 'I fixed the parser and all tests pass now.' };
