@@ -57,4 +57,20 @@ export default tseslint.config(
     files: ['**/*.js'],
     ...tseslint.configs.disableTypeChecked,
   },
+  {
+    // The dashboard page: browser code, served as is (no build step), uPlot loaded before it.
+    files: ['assets/dashboard/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: {
+        document: 'readonly',
+        history: 'readonly',
+        location: 'readonly',
+        EventSource: 'readonly',
+        URLSearchParams: 'readonly',
+        setInterval: 'readonly',
+        uPlot: 'readonly',
+      },
+    },
+  },
 );

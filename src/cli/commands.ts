@@ -104,7 +104,7 @@ Options:
   {
     name: 'serve',
     summary: 'the MCP server for Claude Code (default command): stdio, streamable HTTP or SSE',
-    usage: `localagents [serve] [--config F] [--transport stdio|streamable-http|sse] [--port N] [--http PORT] [--claude-path P]
+    usage: `localagents [serve] [--config F] [--transport stdio|streamable-http|sse] [--port N] [--http PORT] [--claude-path P] [--dashboard]
 
 The MCP server that Claude Code talks to. stdio by default, which is what
   claude mcp add --scope user local -- localagents --config ~/.config/localagents/models.yaml
@@ -124,8 +124,31 @@ Options:
                     0600 on first start and printed with the claude mcp add line that uses it)
   --claude-path P   run this claude binary instead of the one bundled with the Agent SDK
                     (also $LOCALAGENTS_CLAUDE_PATH)
+  --dashboard       also serve the page of \`localagents dashboard\` (its URL on stderr and in
+                    <state dir>/dashboard.url)
+  --dashboard-port N
+                    the dashboard's port (default 0: a free one); implies --dashboard
   -h, --help        this help`,
     load: async () => (await import('./serve.js')).runServe,
+  },
+  {
+    name: 'dashboard',
+    summary: 'a live page of the jobs (status, requests, transcript) and endpoints, on 127.0.0.1',
+    usage: `localagents dashboard [--port N] [--config F]
+
+Serves a page on 127.0.0.1 only, under a random token in its URL, printed first on stdout (and kept in
+<state dir>/dashboard.url, 0600). It shows every job in the state directory, whichever process runs it:
+status, model, endpoint, turns, elapsed, queue place, last activity; the selected job's transcript as it
+grows, its diffstat and verification, and a timeline of its requests (time to first byte, duration,
+prompt, cached and generated tokens, rewrites, errors); and each endpoint: up or down, served ids,
+windows, slots busy and free over time, vLLM's KV cache use. Updates arrive as server-sent events.
+Also started beside the MCP server by \`localagents serve --dashboard\`.
+
+Options:
+  --port N        port, 0 picks a free one (default 0)
+  --config F      the user models.yaml (default: $LOCALAGENTS_CONFIG, else $XDG_CONFIG_HOME/localagents/models.yaml)
+  -h, --help      this help`,
+    load: async () => (await import('./dashboard.js')).runDashboard,
   },
   {
     name: 'run',

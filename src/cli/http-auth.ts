@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dirname } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
+import { isLoopbackHost } from '../loopback.js';
 import { mkdirPrivate, writeFileAtomic } from '../private-fs.js';
 
 /**
@@ -44,12 +45,6 @@ export async function loadOrCreateToken(
   await mkdirPrivate(dirname(file));
   await writeFileAtomic(file, `${token}\n`);
   return { token, created: true };
-}
-
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
-
-export function isLoopbackHost(host: string): boolean {
-  return LOOPBACK_HOSTS.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 function sameSecret(given: string, expected: string): boolean {

@@ -2,13 +2,17 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { join } from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { App } from '../app.js';
-import { LocalAgentsError } from '../errors.js';
+import type { Dashboard } from '../dashboard/server.js';
+import { createDiagnostics } from '../diagnostics.js';
+import { describeError, LocalAgentsError } from '../errors.js';
 import { resolveStateDir } from '../paths.js';
 import { shellQuote } from '../shell-quote.js';
 import { DELEGATE_MARKER } from '../jobs/session-env.js';
 import { createMcpServer, lateDeps } from '../mcp/server.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
-import { authorize, isLoopbackHost, loadOrCreateToken } from './http-auth.js';
+import { isLoopbackHost } from '../loopback.js';
+import { authorize, loadOrCreateToken } from './http-auth.js';
+import { openDashboard } from './dashboard.js';
 import { APP_OPTIONS, openApp } from './open-app.js';
 
 /**
@@ -230,8 +234,16 @@ export const runServe: CommandRun = async (context) => {
     port: { type: 'string' },
     host: { type: 'string' },
     'token-file': { type: 'string' },
+    dashboard: { type: 'boolean' },
+    'dashboard-port': { type: 'string' },
   });
   const { transport, port } = chooseTransport(values);
+  const dashboardPort =
+    values['dashboard-port'] !== undefined
+      ? integerFlag('serve', 'dashboard-port', values['dashboard-port'], 0)
+      : values.dashboard
+        ? 0
+        : undefined;
   if (transport === 'stdio' && (values.host !== undefined || values['token-file'] !== undefined)) {
     throw new LocalAgentsError(
       'BAD_ARGUMENT',
@@ -251,6 +263,8 @@ export const runServe: CommandRun = async (context) => {
     );
   }
   const app = openApp(context, values);
+  const dashboard =
+    dashboardPort === undefined ? undefined : startDashboardBeside(app, context, dashboardPort);
   try {
     if (transport === 'stdio') await serveStdio(app, context);
     else {
@@ -260,10 +274,32 @@ export const runServe: CommandRun = async (context) => {
       await serve(await app, context, door);
     }
   } finally {
+    await (await dashboard)?.close();
     await (await app).close();
   }
   return 0;
 };
+
+/**
+ * `serve --dashboard`: the page over the app's own store and registry. Its URL goes to stderr (stdout is
+ * JSON-RPC) and to the state directory; a dashboard that cannot start is said there and the server goes on.
+ */
+async function startDashboardBeside(
+  app: Promise<App>,
+  context: CommandContext,
+  port: number,
+): Promise<Dashboard | undefined> {
+  const { store, registry } = await app;
+  const diagnostics = createDiagnostics({ write: (line) => context.stderr.write(line) });
+  try {
+    const dashboard = await openDashboard(context, { store, registry, diagnostics }, port);
+    context.stderr.write(`localagents: dashboard at ${dashboard.url}\n`);
+    return dashboard;
+  } catch (error) {
+    context.stderr.write(`localagents: the dashboard did not start: ${describeError(error)}\n`);
+    return undefined;
+  }
+}
 
 /** The HTTP door's host and token: loopback unless --host (with a warning), the token made on first start. */
 async function openDoor(

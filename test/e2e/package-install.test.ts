@@ -98,6 +98,8 @@ function unexpectedInTarball(entries: string[]): string[] {
       ) &&
       // Claude Code's captured first request, which localagents doctor replays.
       entry !== 'package/assets/claude-code-first-turn.json' &&
+      // The dashboard's page, served as is.
+      !/^package\/assets\/dashboard\/(index\.html|app\.js|style\.css)$/.test(entry) &&
       !(/^package\/dist\/.+\.js(\.map)?$/.test(entry) && !/\.test\.js(\.map)?$/.test(entry)),
   );
 }
@@ -223,6 +225,31 @@ describe('installed like a real package', () => {
       );
       expect(doctor.code, show(doctor)).toBe(0);
       expect(JSON.parse(doctor.stdout)).toMatchObject({ ok: true, backend: 'llama.cpp' });
+
+      // The dashboard from the installed copy serves its page and uPlot from the package's own dependencies.
+      const page = await bash(
+        [
+          'localagents dashboard > dash.url &',
+          'pid=$!',
+          'until [ -s dash.url ]; do sleep 0.05; done',
+          'url=$(head -1 dash.url)',
+          'code=0',
+          'for file in "" app.js style.css uplot.js uplot.css; do',
+          '  printf "%s %s\\n" "$(node -e "fetch(process.argv[1]).then(r => console.log(r.status))" "$url$file")" "$file" || code=1',
+          'done',
+          'kill "$pid"',
+          'exit "$code"',
+        ].join('\n'),
+        { cwd: work, env, timeoutMs: 60_000 },
+      );
+      expect(page.code, show(page)).toBe(0);
+      expect(page.stdout.trim().split('\n'), show(page)).toEqual([
+        '200 ',
+        '200 app.js',
+        '200 style.css',
+        '200 uplot.js',
+        '200 uplot.css',
+      ]);
     } finally {
       await registry.close();
     }
