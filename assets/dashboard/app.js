@@ -133,10 +133,15 @@ function noteSample(/** @type {{at: number, endpoints: any[]}} */ sample) {
   }
 }
 
-function renderEndpoints(/** @type {any[]} */ endpoints) {
+function renderEndpoints(/** @type {{endpoints: any[], config_problems: string[]}} */ sample) {
+  const { endpoints } = sample;
   const list = $('#endpoints');
-  $('#no-endpoints').hidden = endpoints.length > 0;
-  if (endpoints.length === 0) $('#no-endpoints').hidden = false;
+  const problems = $('#config-problems');
+  problems.replaceChildren(...sample.config_problems.map((problem) => el('pre', problem, 'problem')));
+  const empty = $('#no-endpoints');
+  empty.hidden = endpoints.length > 0;
+  empty.textContent =
+    sample.config_problems.length > 0 ? 'models.yaml has problems:' : 'No endpoints in models.yaml.';
   const cards = endpoints.map((endpoint) => {
     const card = el('article', '', 'endpoint');
     card.dataset.endpoint = endpoint.name;
@@ -511,12 +516,12 @@ function connect() {
     const samples = JSON.parse(event.data);
     for (const sample of samples) noteSample(sample);
     const last = samples[samples.length - 1];
-    if (last) renderEndpoints(last.endpoints);
+    if (last) renderEndpoints(last);
   });
   stream.addEventListener('endpoints', (event) => {
     const sample = JSON.parse(event.data);
     noteSample(sample);
-    renderEndpoints(sample.endpoints);
+    renderEndpoints(sample);
   });
 }
 

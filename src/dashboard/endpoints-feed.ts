@@ -1,3 +1,4 @@
+import { formatConfigIssue } from '../registry/config-messages.js';
 import type { EndpointProbe } from '../registry/probe.js';
 import type { Registry } from '../registry/registry.js';
 import { redactUrl } from '../redact.js';
@@ -24,6 +25,8 @@ export interface EndpointsSample {
   /** Milliseconds since the epoch. */
   at: number;
   endpoints: EndpointView[];
+  /** models.yaml's errors (nothing is probed then) and warnings, each with its fix. */
+  config_problems: string[];
 }
 
 export interface EndpointsFeed {
@@ -76,7 +79,14 @@ export function createEndpointsFeed(registry: Registry, intervalMs: number): End
     probing = undefined;
     if (closed) return;
     if (snapshot) {
-      const sample = { at: Date.now(), endpoints: snapshot.endpoints.map(endpointView) };
+      const { config } = snapshot;
+      const sample: EndpointsSample = {
+        at: Date.now(),
+        endpoints: snapshot.endpoints.map(endpointView),
+        config_problems: [...(config.ok ? [] : config.issues), ...config.warnings].map(
+          formatConfigIssue,
+        ),
+      };
       samples.push(sample);
       if (samples.length > HISTORY) samples.shift();
       for (const listener of listeners) listener(sample);

@@ -157,8 +157,19 @@ describe.skipIf(!haveChromium && !mustRun)('localagents dashboard in Chromium', 
 
       // Job B runs to the end while A waits.
       const repoB = await gitRepo();
+      // B works in a worktree and is verified: the page shows its diffstat and verification.
       const jobB = cliProcess(
-        ['run', 'Write hello.txt and show it.', '--cwd', repoB, '--json'],
+        [
+          'run',
+          'Write hello.txt and show it.',
+          '--cwd',
+          repoB,
+          '--isolation',
+          'worktree',
+          '--verify',
+          'test -f hello.txt',
+          '--json',
+        ],
         env,
         configDir,
       );
@@ -198,6 +209,11 @@ describe.skipIf(!haveChromium && !mustRun)('localagents dashboard in Chromium', 
       const requestsB = await requestLines(stateDir, recordB.id);
       await page.locator(`#chart-time[data-points="${requestsB}"]`).waitFor();
       expect(await page.locator('#detail-facts').textContent()).toContain('qwen');
+      await page.locator('#detail-diffstat', { hasText: 'Changes: 1 files, +1' }).waitFor();
+      expect(await page.locator('#diffstat').textContent()).toContain('hello.txt');
+      expect(await page.locator('#detail-verification').textContent()).toContain(
+        'Verification passed: test -f hello.txt (exit 0',
+      );
 
       // Slots over time: the endpoint's chart has accumulated probes.
       await waitFor(
@@ -257,6 +273,40 @@ describe('localagents dashboard over HTTP', () => {
       expect(rebound).toBe(404);
       // A job id that is not one is refused before any path is built.
       expect((await fetch(new URL('jobs/..%2F..%2Fetc/events', url))).status).toBe(404);
+    } finally {
+      dashboard.kill('SIGTERM');
+      await exited(dashboard);
+    }
+  });
+
+  it('says what is wrong with models.yaml, with the fix, instead of endpoints', async () => {
+    const stateDir = await tempDir({}, 'localagents-state-');
+    const configDir = await tempDir(
+      { 'models.yaml': 'endpoints:\n  box:\n    base_url: not a url\n' },
+      'localagents-config-',
+    );
+    const env = await isolatedClaudeEnv({
+      LOCALAGENTS_STATE_DIR: stateDir,
+      LOCALAGENTS_CONFIG: join(configDir, 'models.yaml'),
+    });
+    const dashboard = cliProcess(['dashboard'], env, configDir);
+    try {
+      const url = await firstLine(dashboard);
+      const events = await fetch(new URL('events', url));
+      const reader = events.body?.getReader();
+      let text = '';
+      while (!text.includes('event: endpoints\n')) {
+        const chunk = await reader?.read();
+        if (!chunk || chunk.done) break;
+        text += Buffer.from(chunk.value).toString();
+      }
+      await reader?.cancel();
+      const data = /event: endpoints\ndata: (.*)\n/.exec(text)?.[1] ?? '{}';
+      const sample = JSON.parse(data) as { endpoints: unknown[]; config_problems: string[] };
+      expect(sample.endpoints).toEqual([]);
+      expect(sample.config_problems.join('\n')).toMatch(
+        /models\.yaml:3 endpoints\.box\.base_url: .*\n {2}fix: /,
+      );
     } finally {
       dashboard.kill('SIGTERM');
       await exited(dashboard);
