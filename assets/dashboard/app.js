@@ -137,11 +137,15 @@ function renderEndpoints(/** @type {{endpoints: any[], config_problems: string[]
   const { endpoints } = sample;
   const list = $('#endpoints');
   const problems = $('#config-problems');
-  problems.replaceChildren(...sample.config_problems.map((problem) => el('pre', problem, 'problem')));
+  problems.replaceChildren(
+    ...sample.config_problems.map((problem) => el('pre', problem, 'problem')),
+  );
   const empty = $('#no-endpoints');
   empty.hidden = endpoints.length > 0;
   empty.textContent =
-    sample.config_problems.length > 0 ? 'models.yaml has problems:' : 'No endpoints in models.yaml.';
+    sample.config_problems.length > 0
+      ? 'models.yaml has problems:'
+      : 'No endpoints in models.yaml.';
   const cards = endpoints.map((endpoint) => {
     const card = el('article', '', 'endpoint');
     card.dataset.endpoint = endpoint.name;
