@@ -13,6 +13,7 @@ import {
   type CommandContext,
   type CommandRun,
 } from './context.js';
+import { openRegistry } from './open-registry.js';
 
 /** Where the last started dashboard's URL is kept (0600): `serve --dashboard` has no terminal to print it on. */
 export const DASHBOARD_URL_FILE = 'dashboard.url';
@@ -49,21 +50,9 @@ export const runDashboard: CommandRun = async (context) => {
     port: { type: 'string' },
   });
   const port = integerFlag('dashboard', 'port', values.port, 0);
-  const [{ createRegistry }, { configPaths }, { createJobStore }] = await Promise.all([
-    import('../registry/registry.js'),
-    import('../registry/config.js'),
-    import('../jobs/store.js'),
-  ]);
+  const { createJobStore } = await import('../jobs/store.js');
   const diagnostics = createDiagnostics({ write: (line) => context.stderr.write(line) });
-  const registry = createRegistry({
-    paths: configPaths({
-      cwd: context.cwd,
-      env: context.env,
-      ...(values.config ? { configFlag: values.config } : {}),
-    }),
-    env: context.env,
-    diagnostics,
-  });
+  const registry = openRegistry(context, values.config, diagnostics);
   const store = createJobStore(resolveStateDir(context.env));
   const dashboard = await openDashboard(context, { store, registry, diagnostics }, port);
   context.stdout.write(`${dashboard.url}\n`);

@@ -1,13 +1,11 @@
-import { createDiagnostics } from '../diagnostics.js';
 import { LocalAgentsError } from '../errors.js';
 import { backendKindOf } from '../kinds.js';
-import { configPaths } from '../registry/config.js';
 import { probeEndpoint, type EndpointProbe } from '../registry/probe.js';
-import { createRegistry } from '../registry/registry.js';
 import { redactUrl } from '../redact.js';
 import { createShim } from '../shim/server.js';
 import { alignColumns } from './columns.js';
 import { parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
+import { openRegistry } from './open-registry.js';
 import { probeChecks, requestChecks, type Check } from './doctor-checks.js';
 
 const OPTIONS = {
@@ -53,15 +51,7 @@ async function target(
     );
     return { probe, baseUrl: url.replace(/\/+$/, '').replace(/\/v1$/, ''), apiKey: probe.apiKey };
   }
-  const registry = createRegistry({
-    paths: configPaths({
-      cwd: context.cwd,
-      env: context.env,
-      ...(values.config ? { configFlag: values.config } : {}),
-    }),
-    env: context.env,
-    diagnostics: createDiagnostics(),
-  });
+  const registry = openRegistry(context, values.config);
   const config = await registry.config();
   if (!config.ok)
     throw new LocalAgentsError('CONFIG_INVALID', 'localagents doctor: models.yaml is invalid', {

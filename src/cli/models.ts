@@ -1,22 +1,11 @@
-import { createDiagnostics } from '../diagnostics.js';
 import { LocalAgentsError } from '../errors.js';
-import { configPaths } from '../registry/config.js';
-import { createRegistry } from '../registry/registry.js';
 import type { SidecarResult } from '../registry/sidecar.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
+import { openRegistry } from './open-registry.js';
 import { modelsJson, renderModels } from './render-models.js';
 
 /** `localagents models`, `models add-endpoint`, `models add-model`; the usage text lives in commands.ts. */
 const COMMON = { config: { type: 'string' }, json: { type: 'boolean' } } as const;
-
-function registryFor(context: CommandContext, configFlag: string | undefined) {
-  const paths = configPaths({
-    cwd: context.cwd,
-    env: context.env,
-    ...(configFlag ? { configFlag } : {}),
-  });
-  return createRegistry({ paths, env: context.env, diagnostics: createDiagnostics() });
-}
 
 function report(context: CommandContext, result: SidecarResult, json: boolean): number {
   if (json) {
@@ -74,7 +63,7 @@ async function addEndpoint(context: CommandContext, args: string[]): Promise<num
       },
     );
   }
-  const result = await registryFor(context, values.config).registerEndpoint({
+  const result = await openRegistry(context, values.config).registerEndpoint({
     name,
     base_url: values['base-url'],
     backend: values.backend,
@@ -111,7 +100,7 @@ async function addModel(context: CommandContext, args: string[]): Promise<number
     values.context === undefined
       ? undefined
       : integerFlag('models add-model', 'context', values.context, 65536);
-  const result = await registryFor(context, values.config).registerModel({
+  const result = await openRegistry(context, values.config).registerModel({
     name,
     notes: values.notes,
     host: values.host,
@@ -128,7 +117,7 @@ export const runModels: CommandRun = async (context) => {
   if (sub === 'add-endpoint') return addEndpoint(context, rest);
   if (sub === 'add-model') return addModel(context, rest);
   const { values } = parseCommandArgs('models', context.args, COMMON);
-  const snapshot = await registryFor(context, values.config).snapshot(context.signal);
+  const snapshot = await openRegistry(context, values.config).snapshot(context.signal);
   if (values.json === true)
     context.stdout.write(`${JSON.stringify(modelsJson(snapshot), null, 2)}\n`);
   else (snapshot.config.ok ? context.stdout : context.stderr).write(`${renderModels(snapshot)}\n`);

@@ -6,10 +6,8 @@ import { claudeCodeSettings } from '../jobs/session-env.js';
 import { resolveStateDir } from '../paths.js';
 import { shellQuote } from '../shell-quote.js';
 import { dumpRequestsFromEnv } from '../registry/config-defaults.js';
-import { configPaths } from '../registry/config.js';
 import type { BackendKind } from '../kinds.js';
 import { probeEndpoint } from '../registry/probe.js';
-import { createRegistry } from '../registry/registry.js';
 import { createShim } from '../shim/server.js';
 import type { RouteConfig } from '../shim/route.js';
 import { redactUrl } from '../redact.js';
@@ -20,6 +18,7 @@ import {
   type CommandContext,
   type CommandRun,
 } from './context.js';
+import { openRegistry } from './open-registry.js';
 
 const OPTIONS = {
   endpoint: { type: 'string' },
@@ -57,12 +56,7 @@ async function routeForEndpoint(
   values: Values,
   name: string,
 ): Promise<RouteConfig> {
-  const paths = configPaths({
-    cwd: context.cwd,
-    env: context.env,
-    ...(values.config ? { configFlag: values.config } : {}),
-  });
-  const registry = createRegistry({ paths, env: context.env, diagnostics: createDiagnostics() });
+  const registry = openRegistry(context, values.config);
   const resolution = await registry.resolve(
     { endpoint: name, ...(values.model ? { model: values.model } : {}) },
     context.signal,

@@ -116,6 +116,10 @@ async function rig(server: string, isolation: Isolation): Promise<Rig> {
     LOCALAGENTS_STATE_DIR: stateDir,
     ANTHROPIC_BASE_URL: backend.url,
     ANTHROPIC_API_KEY: 'sk-test-orchestrator',
+    // Claude Code waits up to MCP_CONNECT_TIMEOUT_MS (5 s) for its MCP servers before the first request. serve
+    // answers the handshake in ~0.25 s (bench/serve-initialize), but on a loaded 2-core machine a cold Node start
+    // has taken longer; the generous wait keeps "our tools are on the first request" about us, not the load.
+    MCP_CONNECT_TIMEOUT_MS: '30000',
   });
   const echo = await run(
     CLAUDE,
