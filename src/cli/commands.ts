@@ -61,7 +61,7 @@ Options:
   {
     name: 'models',
     summary: 'endpoints up/down, served ids, windows, slots, and which menu entries run where',
-    usage: `localagents models [--json] [--config F]
+    usage: `localagents models [--json] [--wide] [--config F]
 localagents models add-endpoint NAME --base-url URL [--backend llama.cpp|vllm|other] [--host H] [--notes T] [--api-key-env VAR] [--env NAME=VALUE …]
 localagents models add-model NAME [--notes T] [--host H] [--served-name ID|GLOB] [--endpoint E] [--context N] [--bring-up T]
 
@@ -71,6 +71,7 @@ add-endpoint and add-model write models.local.yaml beside the user file, never m
 
 Options:
   --json          print one JSON object on stdout (shape in docs/registry.md)
+  --wide          every cell whole (on a terminal the tables are cut to its width)
   --config F      the user models.yaml (default: $LOCALAGENTS_CONFIG, else $XDG_CONFIG_HOME/localagents/models.yaml)
   -h, --help      this help`,
     load: async () => (await import('./models.js')).runModels,
@@ -158,10 +159,12 @@ Options:
   {
     name: 'jobs',
     summary: 'list job records, newest first',
-    usage: `localagents jobs [--json] [--all] [--config F] [--claude-path P]
+    usage: `localagents jobs [--json] [--all] [--wide] [--config F] [--claude-path P]
 
 Lists the jobs in the state directory ($LOCALAGENTS_STATE_DIR, else $XDG_STATE_HOME/localagents),
-newest first: the last 30, or all with --all. --json prints the job.json records as a JSON array.`,
+newest first: the last 30, or all with --all. On a terminal the table fits its width (the task is
+cut first, then the model name); --wide shows every cell whole. --json prints the job.json records
+as a JSON array.`,
     load: async () => (await import('./jobs.js')).runJobs,
   },
   {

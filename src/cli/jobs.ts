@@ -10,6 +10,7 @@ import { alignColumns } from './columns.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
 import { APP_OPTIONS, openApp } from './open-app.js';
 import { renderJob, renderJobTable } from './render-jobs.js';
+import { paintFor, terminalColumns } from './terminal.js';
 
 const FOLLOW_INTERVAL_MS = 250;
 
@@ -29,6 +30,7 @@ export const runJobs: CommandRun = async (context) => {
     ...APP_OPTIONS,
     json: { type: 'boolean' },
     all: { type: 'boolean' },
+    wide: { type: 'boolean' },
   });
   const app = await openApp(context, values);
   try {
@@ -37,11 +39,19 @@ export const runJobs: CommandRun = async (context) => {
     const records = listing.records.reverse();
     const shown = values.all ? records : records.slice(0, 30);
     if (values.json) context.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
-    else context.stdout.write(`${renderJobTable(shown)}\n`);
+    else
+      context.stdout.write(
+        `${renderJobTable(shown, new Date(), {
+          width: terminalColumns(context.stdout, context.env),
+          wide: values.wide,
+          paint: paintFor(context.stdout, context.env),
+        })}\n`,
+      );
     // On stderr, so the table (or the JSON) stays what it was; every damaged record is named with its fix.
+    const warn = paintFor(context.stderr, context.env).warning;
     for (const damaged of listing.damaged)
       context.stderr.write(
-        `damaged: job ${damaged.id}: ${damaged.problem}\n  fix: ${damaged.fix}\n`,
+        `${warn('damaged:')} job ${damaged.id}: ${damaged.problem}\n  fix: ${damaged.fix}\n`,
       );
     return 0;
   } finally {
@@ -62,7 +72,17 @@ export const runShow: CommandRun = async (context) => {
   try {
     const record = await app.runner.get(id);
     context.stdout.write(
-      values.json ? `${JSON.stringify(record, null, 2)}\n` : `${renderJob(record)}\n`,
+      values.json
+        ? `${JSON.stringify(record, null, 2)}\n`
+        : `${renderJob(
+            record,
+            new Date(),
+            {},
+            {
+              paths: { cwd: context.cwd, home: context.env.HOME },
+              paint: paintFor(context.stdout, context.env),
+            },
+          )}\n`,
     );
     return 0;
   } finally {

@@ -5,8 +5,11 @@ import type { JobRecord } from '../jobs/job.js';
 import { spawnDetached } from '../jobs/process.js';
 import { isPermissionMode, PERMISSION_MODES } from '../kinds.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
+import { shortPath } from './display-paths.js';
 import { APP_OPTIONS, openApp } from './open-app.js';
 import { renderJob, renderProgress } from './render-jobs.js';
+import { createStatusLine } from './status-line.js';
+import { isTty, paintFor } from './terminal.js';
 
 const OPTIONS = {
   ...APP_OPTIONS,
@@ -28,37 +31,56 @@ const OPTIONS = {
   'detached-child': { type: 'boolean' },
 } as const;
 
-function isTty(stream: NodeJS.WritableStream): boolean {
-  return 'isTTY' in stream && stream.isTTY === true;
-}
-
-/** Live progress on stderr: a rewritten status line on a TTY, a plain line per change otherwise. */
+/**
+ * Live progress on stderr: on a TTY one status line redrawn in place, fitted to the terminal's width
+ * and redrawn when it is resized; otherwise a plain line per change (a log file, CI).
+ */
 function progressReporter(context: CommandContext): {
   update(record: JobRecord): void;
   stop(): void;
 } {
-  const tty = isTty(context.stderr);
+  const stderr = context.stderr;
+  const paths = { cwd: context.cwd, home: context.env.HOME };
   let last: JobRecord | undefined;
+  if (isTty(stderr) && 'columns' in stderr) {
+    const line = createStatusLine(stderr as NodeJS.WriteStream);
+    const paint = paintFor(stderr, context.env);
+    const draw = (): void => {
+      const record = last;
+      if (record)
+        line.show((room) => renderProgress(record, new Date(), { width: room, paths, paint }));
+    };
+    const ticker = setInterval(draw, 500);
+    return {
+      update(record) {
+        last = record;
+        draw();
+      },
+      stop() {
+        clearInterval(ticker);
+        line.stop();
+      },
+    };
+  }
   let lastLine = '';
-  const draw = (): void => {
-    if (!last) return;
-    const line = renderProgress(last);
-    if (tty) context.stderr.write(`\r\x1b[K${line}`);
-    else if (line.replace(/^\[[^\]]*\] /, '') !== lastLine.replace(/^\[[^\]]*\] /, ''))
-      context.stderr.write(`${line}\n`);
-    lastLine = line;
-  };
-  const ticker = tty ? setInterval(draw, 500) : undefined;
+  const withoutTime = (line: string): string => line.replace(/^\[[^\]]*\] /, '');
   return {
     update(record) {
       last = record;
-      draw();
+      const line = renderProgress(record, new Date(), { paths });
+      if (withoutTime(line) !== withoutTime(lastLine)) stderr.write(`${line}\n`);
+      lastLine = line;
     },
-    stop() {
-      clearInterval(ticker);
-      if (tty && lastLine) context.stderr.write('\r\x1b[K');
-    },
+    stop() {},
   };
+}
+
+/** The first line: which job, on what, and (for a worktree job) where it runs, named this once. */
+function startedLine(record: JobRecord, context: CommandContext): string {
+  const where = record.worktree
+    ? ` in worktree ${shortPath(record.worktree.path, { cwd: context.cwd, home: context.env.HOME })}`
+    : '';
+  return `localagents: job ${record.id} started (${record.served_model} on ${record.endpoint})${where}`;
 }
 
 async function waitToEnd(
@@ -147,10 +169,7 @@ export const runRun: CommandRun = async (context) => {
     }
     const id = outcome.record.id;
     if (values['detached-child']) context.stdout.write(`${id}\n`);
-    else
-      context.stderr.write(
-        `localagents: job ${id} started (${outcome.record.served_model} on ${outcome.record.endpoint})\n`,
-      );
+    else context.stderr.write(`${startedLine(outcome.record, context)}\n`);
     const cancelOnSignal = (): void => void app.runner.cancel(id);
     context.signal.addEventListener('abort', cancelOnSignal, { once: true });
     const progress = values['detached-child'] ? undefined : progressReporter(context);
@@ -163,7 +182,18 @@ export const runRun: CommandRun = async (context) => {
     }
     if (values['detached-child']) return record.status === 'succeeded' ? 0 : 1;
     if (values.json) context.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
-    else context.stdout.write(`${renderJob(record)}\n`);
+    else
+      context.stdout.write(
+        `${renderJob(
+          record,
+          new Date(),
+          {},
+          {
+            paths: { cwd: context.cwd, home: context.env.HOME },
+            paint: paintFor(context.stdout, context.env),
+          },
+        )}\n`,
+      );
     return record.status === 'succeeded' ? 0 : 1;
   } finally {
     await app.close();
