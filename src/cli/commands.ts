@@ -209,7 +209,7 @@ processes: the server that runs the job records the cancel.`,
     name: 'doctor',
     summary:
       'check that a server works with Claude Code: window, fold, tools, stream, cache, overflow, speed',
-    usage: `localagents doctor [--endpoint NAME | --base-url URL] [--model M] [--json]
+    usage: `localagents doctor [--endpoint NAME | --base-url URL] [--model M] [--json] [--config F]
 
 Replays Claude Code's own first request (its system prompt, tools and messages) against the server, through
 the shim as a job would and, for the system-message check, directly too, and reports each check as PASS, WARN,
@@ -219,7 +219,9 @@ Code compacts on, and the prompt speed. Exit 0 when nothing fails.
 
 Options:
   --endpoint NAME      a models.yaml endpoint (default: the first)
-  --base-url URL       a server not in models.yaml (with --backend K, --api-key-env VAR)
+  --base-url URL       a server not in models.yaml
+  --backend K          with --base-url: llama.cpp, vllm or other (default other = detect)
+  --api-key-env VAR    with --base-url: the variable holding the server's API key
   --model M            the served id to check (default: the first the server serves)
   --json               one object: {endpoint, base_url, backend, served_model, ok, checks: [{id, result, detail, fix?}]}`,
     load: async () => (await import('./doctor.js')).runDoctor,
@@ -270,6 +272,19 @@ Options:
   --keep       keep the temporary directory (repository, worktree, state) and print its path
   -h, --help   this help`,
     load: async () => (await import('./demo.js')).runDemo,
+  },
+  {
+    name: 'completion',
+    summary: 'print a shell completion script (commands, options, job ids) for bash, zsh or fish',
+    usage: `localagents completion bash|zsh|fish
+
+Prints a completion script on stdout: the commands, each one's options, and the job ids in the
+state directory for show, log, diff, cancel, merge and discard.
+
+  bash  eval "$(localagents completion bash)" in ~/.bashrc
+  zsh   eval "$(localagents completion zsh)" in ~/.zshrc, after compinit
+  fish  localagents completion fish > ~/.config/fish/completions/localagents.fish`,
+    load: async () => (await import('./completion.js')).runCompletion,
   },
 ];
 
