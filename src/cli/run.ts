@@ -110,6 +110,14 @@ export const runRun: CommandRun = async (context) => {
       `localagents run: --isolation must be none or worktree (got "${isolation}")`,
     );
   }
+  // Checked here too, so the fix names the flags this user typed rather than run_agent's fields.
+  if (values['base-ref'] !== undefined && isolation !== 'worktree') {
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      'localagents run: --base-ref only applies with --isolation worktree',
+      { hint: 'add --isolation worktree, or drop --base-ref' },
+    );
+  }
   const permissionMode = values['permission-mode'];
   if (permissionMode !== undefined && !isPermissionMode(permissionMode)) {
     throw new LocalAgentsError(
