@@ -6,7 +6,7 @@ import { isTerminalStatus } from '../jobs/job.js';
 import { MERGE_STRATEGIES, type MergeStrategy } from '../jobs/merge.js';
 import { JOB_FILES } from '../jobs/store.js';
 import { computeDiff } from '../jobs/worktree.js';
-import { alignColumns } from './columns.js';
+import { fitColumns } from './columns.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
 import { APP_OPTIONS, openApp } from './open-app.js';
 import { renderJob, renderJobTable } from './render-jobs.js';
@@ -251,16 +251,26 @@ export const runAgents: CommandRun = async (context) => {
       );
     else
       context.stdout.write(
-        `${alignColumns([
-          ['NAME', 'MODEL', 'TOOLS', 'SCOPE', 'DESCRIPTION'],
-          ...agents.map((agent) => [
-            agent.name,
-            agent.model ?? '(default)',
-            agent.tools?.join(',') ?? '(default)',
-            agent.scope,
-            agent.description ?? '',
-          ]),
-        ]).join('\n')}\n`,
+        `${fitColumns(
+          [
+            ['NAME', 'MODEL', 'TOOLS', 'SCOPE', 'DESCRIPTION'],
+            ...agents.map((agent) => [
+              agent.name,
+              agent.model ?? '(default)',
+              agent.tools?.join(',') ?? '(default)',
+              agent.scope,
+              agent.description ?? '',
+            ]),
+          ],
+          {
+            // The description gives way first, then the tool list.
+            width: terminalColumns(context.stdout, context.env),
+            shrink: [
+              { column: 4, min: 12 },
+              { column: 2, min: 10 },
+            ],
+          },
+        ).join('\n')}\n`,
       );
     return 0;
   } finally {
