@@ -1,3 +1,4 @@
+import { watch } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
@@ -13,6 +14,32 @@ import { renderJob, renderJobTable } from './render-jobs.js';
 import { paintFor, terminalColumns } from './terminal.js';
 
 const FOLLOW_INTERVAL_MS = 250;
+
+/**
+ * Resolves on the next change in `dir` (a transcript append, a job.json rename), after `ms` at the
+ * latest, or at once when `signal` aborts: `log -f` shows a line as soon as it is written and stops on
+ * Ctrl-C without waiting out a poll interval. The timer alone still ends the wait where the directory
+ * cannot be watched.
+ */
+function nextChange(dir: string, ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const watching = new AbortController();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      watching.abort();
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+    if (signal.aborted) return done();
+    try {
+      watch(dir, { signal: watching.signal }, done).on('error', done);
+    } catch {
+      // Not watchable (gone, or no inotify left): the timer ends the wait.
+    }
+  });
+}
 
 function jobArgument(command: string, positionals: string[]): string {
   const [id] = positionals;
@@ -149,7 +176,7 @@ export const runLog: CommandRun = async (context) => {
         await copyFrom(path, offset, context);
         return 0;
       }
-      await new Promise((resolve) => setTimeout(resolve, FOLLOW_INTERVAL_MS));
+      await nextChange(app.store.jobDir(id), FOLLOW_INTERVAL_MS, context.signal);
     }
   } finally {
     await app.close();

@@ -238,6 +238,26 @@ describe.skipIf(!tmuxAvailable())('localagents in a terminal (tmux)', () => {
     const history = (await pane.screen({ history: true, joined: true })).join('\n');
     expect(history).toContain('=== done: succeeded');
   });
+
+  it('log -f stops on Ctrl-C while the job still runs', async () => {
+    const { env, cwd } = await setup();
+    emulator.injectFaults([{ kind: 'hold' }]);
+    const detached = await cli(['run', 'Write the file.', '--cwd', cwd, '--detach'], { env, cwd });
+    const id = detached.stdout.trim();
+    await waitFor(() => emulator.heldRequests() > 0, {
+      timeoutMs: 60_000,
+      what: 'the job’s first request',
+    });
+    const pane = await startPane({ command: command(['log', id, '-f']), columns: 80, cwd, env });
+    await pane.waitForScreen(
+      (rows) => rows.some((row) => row.startsWith(`=== job ${id} start`)),
+      'log -f to print the transcript so far',
+    );
+    await pane.keys('C-c');
+    expect(await pane.exited()).toBe(0);
+    expect((await pane.screen({ history: true })).join('\n')).not.toContain('=== done');
+    expect((await cli(['cancel', id], { env, cwd })).stdout).toBe(`job ${id}: cancelled\n`);
+  });
 });
 
 describe('localagents completion bash, in bash', () => {

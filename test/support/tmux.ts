@@ -26,6 +26,8 @@ export interface Pane {
   /** Waits until the command in the pane has exited; its exit status. */
   exited(timeoutMs?: number): Promise<number>;
   resize(columns: number, rows: number): Promise<void>;
+  /** Types keys into the pane, in tmux's names (`C-c`, `Enter`). */
+  keys(...keys: string[]): Promise<void>;
   /** Writes the screen (whole history, with and without colour escapes) where a person can look at it. */
   keep(dir: string, name: string): Promise<void>;
 }
@@ -108,6 +110,9 @@ export async function startPane(options: {
     },
     resize: async (columns, rows) => {
       await tmux('resize-window', '-t', 'cli', '-x', String(columns), '-y', String(rows));
+    },
+    keys: async (...keys) => {
+      await tmux('send-keys', '-t', 'cli', ...keys);
     },
     keep: async (into, name) => {
       const plain = await screen({ history: true });
