@@ -185,7 +185,7 @@ Prints the job's transcript.txt.
 Options:
   -f, --follow   keep printing new lines until the job ends
   -n, --lines N  only the last N lines (then follow with -f)`,
-    load: async () => (await import('./jobs.js')).runLog,
+    load: async () => (await import('./log.js')).runLog,
   },
   {
     name: 'diff',
