@@ -184,10 +184,9 @@ export function renderProgress(
     record.status === 'queued' && record.queue
       ? [`queued #${record.queue.position}`, clipText(record.queue.reason, 100), '']
       : progressParts(record, text, view.width === undefined);
+  // The head starts with the status word ("running · turn 3", "queued #2").
   const paintHead = (plain: string): string =>
-    plain.replace(record.status === 'queued' ? 'queued' : record.status, (word) =>
-      paint.status(record.status, word),
-    );
+    plain.replace(record.status, (word) => paint.status(record.status, word));
   const width = view.width;
   const line = `${time} ${head}${tool} · ${activity}`;
   if (width === undefined || displayWidth(line) <= width)
