@@ -193,11 +193,19 @@ describe('fitting the screen', () => {
       width: 80,
     });
     expect(table).toMatchInlineSnapshot(`
-      "ID                    STATUS               MODEL        TIME   FILES  TASK
-      20261129-100000-ab12  succeeded            unslo…_K_XL  24.0s  2      Refactor …
-      20261129-100000-ab12  failed_verification  qwen3.8-27b  24.0s  2      Add a --v…"
+      "ID                    STATUS               MODEL         TIME   FILES  TASK
+      20261129-100000-ab12  succeeded            unslot…_K_XL  24.0s  2      Refactor…
+      20261129-100000-ab12  failed_verification  qwen3.8-27b   24.0s  2      Add a --…"
     `);
     for (const line of table.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
+  });
+
+  it('keeps the start of the task readable before it cuts the model further', () => {
+    const [, row] = renderJobTable([long], now, { width: 80 }).split('\n');
+    expect(row).toMatchInlineSnapshot(
+      `"20261129-100000-ab12  succeeded  unslot…_K_XL  24.0s  2      Refactor the confi…"`,
+    );
+    expect(row?.length).toBe(80);
   });
 
   it('shows every cell whole with wide, the task on one line', () => {

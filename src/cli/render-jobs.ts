@@ -39,10 +39,12 @@ export function renderJobTable(
   const paint = view.paint ?? NO_PAINT;
   return fitColumns([['ID', 'STATUS', 'MODEL', 'TIME', 'FILES', 'TASK'], ...rows], {
     width: view.wide ? undefined : view.width,
-    // The task gives way first, then the model name (its both ends kept).
+    // The task gives way first, to a readable start; then the model name (both ends kept); then the
+    // task again, to its first words.
     shrink: [
+      { column: 5, min: 24 },
+      { column: 2, min: 12, cut: 'middle' },
       { column: 5, min: 10 },
-      { column: 2, min: 8, cut: 'middle' },
     ],
     paint: (cell, row, column) =>
       row > 0 && column === 1 ? paint.status(records[row - 1]?.status ?? '', cell) : cell,
