@@ -1,8 +1,11 @@
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { App } from '../app.js';
 import { LocalAgentsError } from '../errors.js';
 import type { JobRecord } from '../jobs/job.js';
 import { spawnDetached } from '../jobs/process.js';
+import { findRepo } from '../jobs/worktree.js';
 import { isPermissionMode, PERMISSION_MODES } from '../kinds.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
 import { shortPath } from './display-paths.js';
@@ -75,6 +78,29 @@ function progressReporter(context: CommandContext): {
   };
 }
 
+/**
+ * `--isolation worktree` outside a git repository, caught before the app starts so the fix names what
+ * this user typed (with or without --cwd). A directory that does not exist is left to the runner.
+ */
+async function checkRepository(cwdFlag: string | undefined, here: string): Promise<void> {
+  const cwd = resolve(here, cwdFlag ?? '.');
+  const isDirectory = await stat(cwd).then(
+    (info) => info.isDirectory(),
+    () => false,
+  );
+  if (!isDirectory || (await findRepo(cwd))) return;
+  throw new LocalAgentsError(
+    'BAD_ARGUMENT',
+    `localagents run: --isolation worktree needs a git repository, and ${cwd} is not in one`,
+    {
+      hint:
+        cwdFlag === undefined
+          ? 'run it from inside a git repository (or point --cwd at one), or drop --isolation worktree'
+          : 'point --cwd at a directory inside a git repository, or drop --isolation worktree',
+    },
+  );
+}
+
 /** The first line: which job, on what, and (for a worktree job) where it runs, named this once. */
 function startedLine(record: JobRecord, context: CommandContext): string {
   const where = record.worktree
@@ -137,6 +163,7 @@ export const runRun: CommandRun = async (context) => {
     context.stdout.write(`${id}\n`);
     return 0;
   }
+  if (isolation === 'worktree') await checkRepository(values.cwd, context.cwd);
   const app = await openApp(context, values);
   try {
     await app.recovered;

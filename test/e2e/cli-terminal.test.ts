@@ -303,6 +303,22 @@ describe('errors that name the fix for what the user did', () => {
     expect(run.stderr).not.toContain('base_ref');
   });
 
+  it('run --isolation worktree outside a repository says where to run it, with or without --cwd', async () => {
+    const { env, cwd } = await setup();
+    const here = await cli(['run', 'x', '--isolation', 'worktree'], { env, cwd });
+    expect(here.code).toBe(2);
+    expect(here.stderr).toBe(
+      `localagents run: --isolation worktree needs a git repository, and ${cwd} is not in one\n  fix: run it from inside a git repository (or point --cwd at one), or drop --isolation worktree\n`,
+    );
+    const there = await cli(['run', 'x', '--isolation', 'worktree', '--cwd', cwd], {
+      env,
+      cwd: tmpdir(),
+    });
+    expect(there.stderr).toContain(
+      'fix: point --cwd at a directory inside a git repository, or drop --isolation worktree',
+    );
+  });
+
   it('run --base-ref without --isolation worktree names the flags, not run_agent’s fields', async () => {
     const { env, cwd } = await setup();
     const run = await cli(['run', 'x', '--base-ref', 'main'], { env, cwd });
