@@ -61,7 +61,7 @@ Options:
   {
     name: 'models',
     summary: 'endpoints up/down, served ids, windows, slots, and which menu entries run where',
-    usage: `localagents models [--json] [--config F]
+    usage: `localagents models [--json] [--wide] [--config F]
 localagents models add-endpoint NAME --base-url URL [--backend llama.cpp|vllm|other] [--host H] [--notes T] [--api-key-env VAR] [--env NAME=VALUE …]
 localagents models add-model NAME [--notes T] [--host H] [--served-name ID|GLOB] [--endpoint E] [--context N] [--bring-up T]
 
@@ -71,6 +71,7 @@ add-endpoint and add-model write models.local.yaml beside the user file, never m
 
 Options:
   --json          print one JSON object on stdout (shape in docs/registry.md)
+  --wide          every cell whole (on a terminal the tables are cut to its width)
   --config F      the user models.yaml (default: $LOCALAGENTS_CONFIG, else $XDG_CONFIG_HOME/localagents/models.yaml)
   -h, --help      this help`,
     load: async () => (await import('./models.js')).runModels,
@@ -181,10 +182,12 @@ Options:
   {
     name: 'jobs',
     summary: 'list job records, newest first',
-    usage: `localagents jobs [--json] [--all] [--config F] [--claude-path P]
+    usage: `localagents jobs [--json] [--all] [--wide] [--config F] [--claude-path P]
 
 Lists the jobs in the state directory ($LOCALAGENTS_STATE_DIR, else $XDG_STATE_HOME/localagents),
-newest first: the last 30, or all with --all. --json prints the job.json records as a JSON array.`,
+newest first: the last 30, or all with --all. On a terminal the table fits its width (the task is
+cut first, then the model name); --wide shows every cell whole. --json prints the job.json records
+as a JSON array.`,
     load: async () => (await import('./jobs.js')).runJobs,
   },
   {
@@ -205,7 +208,7 @@ Prints the job's transcript.txt.
 Options:
   -f, --follow   keep printing new lines until the job ends
   -n, --lines N  only the last N lines (then follow with -f)`,
-    load: async () => (await import('./jobs.js')).runLog,
+    load: async () => (await import('./log.js')).runLog,
   },
   {
     name: 'diff',
@@ -229,7 +232,7 @@ processes: the server that runs the job records the cancel.`,
     name: 'doctor',
     summary:
       'check that a server works with Claude Code: window, fold, tools, stream, cache, overflow, speed',
-    usage: `localagents doctor [--endpoint NAME | --base-url URL] [--model M] [--json]
+    usage: `localagents doctor [--endpoint NAME | --base-url URL] [--model M] [--json] [--config F]
 
 Replays Claude Code's own first request (its system prompt, tools and messages) against the server, through
 the shim as a job would and, for the system-message check, directly too, and reports each check as PASS, WARN,
@@ -239,7 +242,9 @@ Code compacts on, and the prompt speed. Exit 0 when nothing fails.
 
 Options:
   --endpoint NAME      a models.yaml endpoint (default: the first)
-  --base-url URL       a server not in models.yaml (with --backend K, --api-key-env VAR)
+  --base-url URL       a server not in models.yaml
+  --backend K          with --base-url: llama.cpp, vllm or other (default other = detect)
+  --api-key-env VAR    with --base-url: the variable holding the server's API key
   --model M            the served id to check (default: the first the server serves)
   --json               one object: {endpoint, base_url, backend, served_model, ok, checks: [{id, result, detail, fix?}]}`,
     load: async () => (await import('./doctor.js')).runDoctor,
@@ -290,6 +295,19 @@ Options:
   --keep       keep the temporary directory (repository, worktree, state) and print its path
   -h, --help   this help`,
     load: async () => (await import('./demo.js')).runDemo,
+  },
+  {
+    name: 'completion',
+    summary: 'print a shell completion script (commands, options, job ids) for bash, zsh or fish',
+    usage: `localagents completion bash|zsh|fish
+
+Prints a completion script on stdout: the commands, each one's options, and the job ids in the
+state directory for show, log, diff, cancel, merge and discard.
+
+  bash  eval "$(localagents completion bash)" in ~/.bashrc
+  zsh   eval "$(localagents completion zsh)" in ~/.zshrc, after compinit
+  fish  localagents completion fish > ~/.config/fish/completions/localagents.fish`,
+    load: async () => (await import('./completion.js')).runCompletion,
   },
 ];
 

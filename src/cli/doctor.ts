@@ -3,10 +3,11 @@ import { backendKindOf } from '../kinds.js';
 import { probeEndpoint, type EndpointProbe } from '../registry/probe.js';
 import { redactUrl } from '../redact.js';
 import { createShim } from '../shim/server.js';
-import { alignColumns } from './columns.js';
+import { fitColumns } from './columns.js';
 import { parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
 import { openRegistry } from './open-registry.js';
 import { probeChecks, requestChecks, type Check } from './doctor-checks.js';
+import { paintFor } from './terminal.js';
 
 const OPTIONS = {
   endpoint: { type: 'string' },
@@ -135,8 +136,22 @@ export const runDoctor: CommandRun = async (context) => {
       [LABEL[check.result], check.id, check.detail],
       ...(check.fix ? [['', '', `fix: ${check.fix}`]] : []),
     ]);
-    context.stdout.write(`${alignColumns(rows, '  ').join('\n')}\n`);
-    context.stdout.write(failed ? 'some checks failed\n' : 'no check failed\n');
+    // The result word in its colour on a terminal: PASS green, WARN yellow, FAIL red.
+    const paint = paintFor(context.stdout, context.env);
+    const color: Partial<Record<string, string>> = {
+      PASS: 'succeeded',
+      WARN: 'timeout',
+      FAIL: 'failed',
+    };
+    const painted = fitColumns(rows, {
+      indent: '  ',
+      paint: (cell, _row, column) => {
+        const status = column === 0 ? color[cell] : undefined;
+        return status ? paint.status(status, cell) : cell;
+      },
+    });
+    context.stdout.write(`${painted.join('\n')}\n`);
+    context.stdout.write(failed ? `${paint.error('some checks failed')}\n` : 'no check failed\n');
   }
   return failed ? 1 : 0;
 };

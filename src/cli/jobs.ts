@@ -1,19 +1,16 @@
-import { open, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
 import { validateJobId } from '../jobs/ids.js';
 import { isTerminalStatus } from '../jobs/job.js';
 import { MERGE_STRATEGIES, type MergeStrategy } from '../jobs/merge.js';
-import { JOB_FILES } from '../jobs/store.js';
 import { computeDiff } from '../jobs/worktree.js';
-import { alignColumns } from './columns.js';
-import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
+import { fitColumns } from './columns.js';
+import { parseCommandArgs, type CommandRun } from './context.js';
 import { APP_OPTIONS, openApp } from './open-app.js';
 import { renderJob, renderJobTable } from './render-jobs.js';
+import { paintFor, terminalColumns } from './terminal.js';
 
-const FOLLOW_INTERVAL_MS = 250;
-
-function jobArgument(command: string, positionals: string[]): string {
+/** The job id a command was given, validated; an error naming the fix when there is none. */
+export function jobArgument(command: string, positionals: string[]): string {
   const [id] = positionals;
   if (id === undefined) {
     throw new LocalAgentsError('BAD_ARGUMENT', `localagents ${command}: the job id is missing`, {
@@ -29,6 +26,7 @@ export const runJobs: CommandRun = async (context) => {
     ...APP_OPTIONS,
     json: { type: 'boolean' },
     all: { type: 'boolean' },
+    wide: { type: 'boolean' },
   });
   const app = await openApp(context, values);
   try {
@@ -37,11 +35,19 @@ export const runJobs: CommandRun = async (context) => {
     const records = listing.records.reverse();
     const shown = values.all ? records : records.slice(0, 30);
     if (values.json) context.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
-    else context.stdout.write(`${renderJobTable(shown)}\n`);
+    else
+      context.stdout.write(
+        `${renderJobTable(shown, new Date(), {
+          width: terminalColumns(context.stdout, context.env),
+          wide: values.wide,
+          paint: paintFor(context.stdout, context.env),
+        })}\n`,
+      );
     // On stderr, so the table (or the JSON) stays what it was; every damaged record is named with its fix.
+    const warn = paintFor(context.stderr, context.env).warning;
     for (const damaged of listing.damaged)
       context.stderr.write(
-        `damaged: job ${damaged.id}: ${damaged.problem}\n  fix: ${damaged.fix}\n`,
+        `${warn('damaged:')} job ${damaged.id}: ${damaged.problem}\n  fix: ${damaged.fix}\n`,
       );
     return 0;
   } finally {
@@ -62,75 +68,19 @@ export const runShow: CommandRun = async (context) => {
   try {
     const record = await app.runner.get(id);
     context.stdout.write(
-      values.json ? `${JSON.stringify(record, null, 2)}\n` : `${renderJob(record)}\n`,
+      values.json
+        ? `${JSON.stringify(record, null, 2)}\n`
+        : `${renderJob(
+            record,
+            new Date(),
+            {},
+            {
+              paths: { cwd: context.cwd, home: context.env.HOME },
+              paint: paintFor(context.stdout, context.env),
+            },
+          )}\n`,
     );
     return 0;
-  } finally {
-    await app.close();
-  }
-};
-
-/** Copies the transcript from `offset` to stdout; returns the new offset. Streams, never reads it whole. */
-async function copyFrom(path: string, offset: number, context: CommandContext): Promise<number> {
-  const handle = await open(path, 'r').catch(() => undefined);
-  if (!handle) return offset;
-  try {
-    const buffer = Buffer.alloc(64 * 1024);
-    let position = offset;
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
-      if (bytesRead === 0) return position;
-      context.stdout.write(buffer.subarray(0, bytesRead));
-      position += bytesRead;
-    }
-  } finally {
-    await handle.close();
-  }
-}
-
-/** `localagents log <job> [-f]`: the transcript; -f follows it until the job ends. */
-export const runLog: CommandRun = async (context) => {
-  const { values, positionals } = parseCommandArgs(
-    'log',
-    context.args,
-    {
-      ...APP_OPTIONS,
-      follow: { type: 'boolean', short: 'f' },
-      lines: { type: 'string', short: 'n' },
-    },
-    true,
-  );
-  const id = jobArgument('log', positionals);
-  const app = await openApp(context, values);
-  try {
-    const record = await app.runner.get(id);
-    const path = join(app.store.jobDir(record.id), JOB_FILES.transcript);
-    if (values.lines !== undefined) {
-      const tail = await app.store.tail(
-        id,
-        JOB_FILES.transcript,
-        integerFlag('log', 'lines', values.lines, 80),
-      );
-      context.stdout.write(tail.length > 0 ? `${tail}\n` : '');
-      if (!values.follow) return 0;
-    }
-    let offset =
-      values.lines === undefined
-        ? 0
-        : await stat(path).then(
-            (info) => info.size,
-            () => 0,
-          );
-    for (;;) {
-      offset = await copyFrom(path, offset, context);
-      if (!values.follow || context.signal.aborted) return 0;
-      const current = await app.store.read(id);
-      if (isTerminalStatus(current.status)) {
-        await copyFrom(path, offset, context);
-        return 0;
-      }
-      await new Promise((resolve) => setTimeout(resolve, FOLLOW_INTERVAL_MS));
-    }
   } finally {
     await app.close();
   }
@@ -231,16 +181,26 @@ export const runAgents: CommandRun = async (context) => {
       );
     else
       context.stdout.write(
-        `${alignColumns([
-          ['NAME', 'MODEL', 'TOOLS', 'SCOPE', 'DESCRIPTION'],
-          ...agents.map((agent) => [
-            agent.name,
-            agent.model ?? '(default)',
-            agent.tools?.join(',') ?? '(default)',
-            agent.scope,
-            agent.description ?? '',
-          ]),
-        ]).join('\n')}\n`,
+        `${fitColumns(
+          [
+            ['NAME', 'MODEL', 'TOOLS', 'SCOPE', 'DESCRIPTION'],
+            ...agents.map((agent) => [
+              agent.name,
+              agent.model ?? '(default)',
+              agent.tools?.join(',') ?? '(default)',
+              agent.scope,
+              agent.description ?? '',
+            ]),
+          ],
+          {
+            // The description gives way first, then the tool list.
+            width: terminalColumns(context.stdout, context.env),
+            shrink: [
+              { column: 4, min: 12 },
+              { column: 2, min: 10 },
+            ],
+          },
+        ).join('\n')}\n`,
       );
     return 0;
   } finally {

@@ -3,9 +3,11 @@ import type { SidecarResult } from '../registry/sidecar.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
 import { openRegistry } from './open-registry.js';
 import { modelsJson, renderModels } from './render-models.js';
+import { paintFor, terminalColumns } from './terminal.js';
 
 /** `localagents models`, `models add-endpoint`, `models add-model`; the usage text lives in commands.ts. */
 const COMMON = { config: { type: 'string' }, json: { type: 'boolean' } } as const;
+const LIST = { ...COMMON, wide: { type: 'boolean' } } as const;
 
 function report(context: CommandContext, result: SidecarResult, json: boolean): number {
   if (json) {
@@ -116,10 +118,20 @@ export const runModels: CommandRun = async (context) => {
   const [sub, ...rest] = context.args;
   if (sub === 'add-endpoint') return addEndpoint(context, rest);
   if (sub === 'add-model') return addModel(context, rest);
-  const { values } = parseCommandArgs('models', context.args, COMMON);
+  const { values } = parseCommandArgs('models', context.args, LIST);
   const snapshot = await openRegistry(context, values.config).snapshot(context.signal);
   if (values.json === true)
     context.stdout.write(`${JSON.stringify(modelsJson(snapshot), null, 2)}\n`);
-  else (snapshot.config.ok ? context.stdout : context.stderr).write(`${renderModels(snapshot)}\n`);
+  else {
+    const stream = snapshot.config.ok ? context.stdout : context.stderr;
+    stream.write(
+      `${renderModels(snapshot, {
+        width: terminalColumns(stream, context.env),
+        wide: values.wide,
+        paths: { cwd: context.cwd, home: context.env.HOME },
+        paint: paintFor(stream, context.env),
+      })}\n`,
+    );
+  }
   return snapshot.config.ok ? 0 : 1;
 };

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { newJobRecord } from '../jobs/record.js';
 import type { JobRecord } from '../jobs/job.js';
 import { renderJob, renderJobTable, renderProgress } from './render-jobs.js';
+import { createPaint } from './terminal.js';
+import { stripAnsi } from './text-width.js';
 
 const now = new Date('2026-11-29T10:00:30Z');
 const record: JobRecord = {
@@ -163,6 +165,109 @@ describe('a queued job', () => {
     expect(renderJobTable([queued], now)).toContain('queued #3');
     expect(renderJob(queued, now)).toContain(
       'queue: #3 since 2026-11-29T10:00:02Z: waiting for a free slot on desk (2/2 busy)',
+    );
+  });
+});
+
+describe('fitting the screen', () => {
+  const worktreePath = '/home/ann/.local/state/localagents/worktrees/app/20261129-100000-ab12';
+  const long: JobRecord = {
+    ...record,
+    cwd: '/home/ann/src/app',
+    run_cwd: worktreePath,
+    served_model: 'unsloth/Qwen3.8-27B-Instruct-GGUF:UD-Q4_K_XL',
+    task: 'Refactor the configuration loader so that every layer is validated\nwith zod and its errors name the file, the line and the fix',
+    worktree: {
+      repo_root: '/home/ann/src/app',
+      path: worktreePath,
+      branch: 'local-agent/20261129-100000-ab12',
+      base_ref: 'HEAD',
+      base_commit: '0123456789abcdef0123',
+      state: 'kept',
+    },
+  };
+  const paths = { cwd: '/home/ann/src/app', home: '/home/ann' };
+
+  it('cuts the task, then the model, so the jobs table fits 80 columns', () => {
+    const table = renderJobTable([long, { ...record, status: 'failed_verification' }], now, {
+      width: 80,
+    });
+    expect(table).toMatchInlineSnapshot(`
+      "ID                    STATUS               MODEL         TIME   FILES  TASK
+      20261129-100000-ab12  succeeded            unslot…_K_XL  24.0s  2      Refactor…
+      20261129-100000-ab12  failed_verification  qwen3.8-27b   24.0s  2      Add a --…"
+    `);
+    for (const line of table.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
+  });
+
+  it('keeps the start of the task readable before it cuts the model further', () => {
+    const [, row] = renderJobTable([long], now, { width: 80 }).split('\n');
+    expect(row).toMatchInlineSnapshot(
+      `"20261129-100000-ab12  succeeded  unslot…_K_XL  24.0s  2      Refactor the confi…"`,
+    );
+    expect(row?.length).toBe(80);
+  });
+
+  it('shows every cell whole with wide, the task on one line', () => {
+    const table = renderJobTable([long], now, { width: 80, wide: true });
+    expect(table).toContain('unsloth/Qwen3.8-27B-Instruct-GGUF:UD-Q4_K_XL');
+    expect(table).toContain(
+      'validated with zod and its errors name the file, the line and the fix',
+    );
+  });
+
+  it('colours the status word without moving the columns', () => {
+    const plain = renderJobTable([record], now);
+    const painted = renderJobTable([record], now, { paint: createPaint(true) });
+    expect(painted).toContain('\u001b[32msucceeded\u001b[39m');
+    expect(stripAnsi(painted)).toBe(plain);
+  });
+
+  it('names the worktree once in the record, the cwd relative and under ~', () => {
+    const text = renderJob(
+      long,
+      now,
+      {},
+      { paths: { cwd: '/home/ann/src/app/lib', home: '/home/ann' } },
+    );
+    expect(text).toContain('cwd: ~/src/app (ran in the worktree below)');
+    expect(text).toContain(
+      'worktree: kept ~/.local/state/localagents/worktrees/app/20261129-100000-ab12 on local-agent/',
+    );
+    expect(text.split(worktreePath.slice('/home/ann'.length)).length - 1).toBe(1);
+  });
+
+  it('fits the progress line to the width, keeping the head and the file name', () => {
+    const writing: JobRecord = {
+      ...long,
+      status: 'running',
+      finished_at: null,
+      last_tool: 'Bash(npm test)',
+      last_activity: {
+        at: '',
+        text: `tool Write(${worktreePath}/src/registry/config-loader-with-a-long-name.ts)`,
+      },
+    };
+    expect(renderProgress(writing, now, { paths })).toBe(
+      '[29.0s] running · turn 7 · tool Write(src/registry/config-loader-with-a-long-name.ts)',
+    );
+    const narrow = renderProgress(writing, now, { paths, width: 60 });
+    expect(narrow).toBe('[29.0s] running · turn 7 · tool Write(src/r…-a-long-name.ts)');
+    expect(narrow.length).toBeLessThanOrEqual(60);
+    const tiny = renderProgress(writing, now, { paths, width: 20 });
+    expect(tiny).toBe('[29.0s] running · t…');
+  });
+
+  it('drops the last tool before it cuts the activity', () => {
+    const talking: JobRecord = {
+      ...record,
+      status: 'running',
+      finished_at: null,
+      last_tool: 'Bash(npm test)',
+      last_activity: { at: '', text: 'says: the tests pass' },
+    };
+    expect(renderProgress(talking, now, { width: 60 })).toBe(
+      '[29.0s] running · turn 7 · says: the tests pass',
     );
   });
 });

@@ -1,6 +1,16 @@
+import { isAbsolute, relative } from 'node:path';
 import type { BackendFigures, JobRecord } from '../jobs/job.js';
 import { clipText, filesChanged, summarizeJob } from '../jobs/record.js';
-import { alignColumns } from './columns.js';
+import { fitColumns } from './columns.js';
+import { shortenPathsIn, shortPath, textBases } from './display-paths.js';
+import { createPaint, type ScreenView } from './terminal.js';
+import { clipEnd, displayWidth, elideMiddle } from './text-width.js';
+
+const NO_PAINT = createPaint(false);
+
+function flat(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
 
 function elapsedSeconds(record: JobRecord, now: Date): string {
   const summary = summarizeJob(record, now);
@@ -8,18 +18,37 @@ function elapsedSeconds(record: JobRecord, now: Date): string {
 }
 
 /** `localagents jobs`: one row per job, newest first. */
-export function renderJobTable(records: JobRecord[], now: Date = new Date()): string {
+export function renderJobTable(
+  records: JobRecord[],
+  now: Date = new Date(),
+  view: ScreenView = {},
+): string {
   if (records.length === 0)
     return 'no jobs yet: start one with `localagents run "<task>"` or run_agent';
+  // Without a width (a pipe) the task keeps today's 50 columns; with one, the table fits it.
+  const task = (text: string): string =>
+    view.wide || view.width !== undefined ? flat(text) : clipText(text, 50);
   const rows = records.map((record) => [
     record.id,
     record.status === 'queued' && record.queue ? `queued #${record.queue.position}` : record.status,
     record.served_model ?? record.requested_model ?? '-',
     elapsedSeconds(record, now),
     String(record.files_touched.length),
-    clipText(record.task, 50),
+    task(record.task),
   ]);
-  return alignColumns([['ID', 'STATUS', 'MODEL', 'TIME', 'FILES', 'TASK'], ...rows]).join('\n');
+  const paint = view.paint ?? NO_PAINT;
+  return fitColumns([['ID', 'STATUS', 'MODEL', 'TIME', 'FILES', 'TASK'], ...rows], {
+    width: view.wide ? undefined : view.width,
+    // The task gives way first, to a readable start; then the model name (both ends kept); then the
+    // task again, to its first words.
+    shrink: [
+      { column: 5, min: 24 },
+      { column: 2, min: 12, cut: 'middle' },
+      { column: 5, min: 10 },
+    ],
+    paint: (cell, row, column) =>
+      row > 0 && column === 1 ? paint.status(records[row - 1]?.status ?? '', cell) : cell,
+  }).join('\n');
 }
 
 export function describeBackend(figures: BackendFigures): string[] {
@@ -57,16 +86,33 @@ export interface RenderJobParts {
 }
 
 /** `localagents show` and the end of `localagents run`: the record for people. */
+/** The cwd line: for a worktree job, where it ran is the worktree, named once on its own line below. */
+function cwdLine(record: JobRecord, path: (value: string) => string): string {
+  const worktree = record.worktree;
+  if (worktree && worktree.state !== 'removed') {
+    const inWorktree = relative(worktree.path, record.run_cwd);
+    if (!inWorktree.startsWith('..') && !isAbsolute(inWorktree))
+      return `cwd: ${path(record.cwd)} (ran in the worktree below${inWorktree ? `, at ${inWorktree}` : ''})`;
+  }
+  return `cwd: ${path(record.run_cwd)}${record.run_cwd === record.cwd ? '' : ` (for ${path(record.cwd)})`}`;
+}
+
 export function renderJob(
   record: JobRecord,
   now: Date = new Date(),
   parts: RenderJobParts = {},
+  view: ScreenView = {},
 ): string {
+  const paint = view.paint ?? NO_PAINT;
+  const paths = view.paths;
+  const path = (value: string): string => (paths ? shortPath(value, paths) : value);
+  const text = (value: string): string =>
+    paths ? shortenPathsIn(value, textBases(paths, record.run_cwd)) : value;
   const lines = [
-    `job ${record.id}: ${record.status}${record.possible_no_op ? ' (possible no-op: no edits and no real report)' : ''}`,
+    `job ${record.id}: ${paint.status(record.status)}${record.possible_no_op ? ' (possible no-op: no edits and no real report)' : ''}`,
     `task: ${clipText(record.task, 200)}`,
     `model: ${record.served_model ?? record.requested_model ?? '-'} on ${record.endpoint ?? '-'} (window ${record.context_tokens ?? '?'} tokens, ${record.context_source ?? '?'})`,
-    `cwd: ${record.run_cwd}${record.run_cwd === record.cwd ? '' : ` (for ${record.cwd})`}`,
+    cwdLine(record, path),
     `time: ${elapsedSeconds(record, now)}, ${record.turns} turns, ${record.tool_calls} tool calls`,
     `files touched: ${record.files_touched.join(', ') || 'none'}`,
   ];
@@ -76,7 +122,7 @@ export function renderJob(
       `queue: #${record.queue.position} since ${record.queue.since}: ${record.queue.reason}`,
     );
   if (record.last_activity && !record.finished_at)
-    lines.push(`last activity: ${record.last_activity.text}`);
+    lines.push(`last activity: ${text(record.last_activity.text)}`);
   if (record.result_text)
     lines.push(
       'result:',
@@ -85,11 +131,12 @@ export function renderJob(
         .split('\n')
         .map((line) => `  ${line}`),
     );
-  if (record.error) lines.push(`error (${record.error.kind}): ${record.error.message}`);
+  if (record.error)
+    lines.push(`${paint.error('error')} (${record.error.kind}): ${record.error.message}`);
   const worktree = record.worktree;
   if (worktree) {
     lines.push(
-      `worktree: ${worktree.state} ${worktree.path} on ${worktree.branch} (base ${worktree.base_commit.slice(0, 12)})`,
+      `worktree: ${worktree.state} ${path(worktree.path)} on ${worktree.branch} (base ${worktree.base_commit.slice(0, 12)})`,
     );
     if (worktree.diffstat && parts.diffstat !== false) {
       const stat = worktree.diffstat;
@@ -117,21 +164,58 @@ export function renderJob(
   }
   if (record.backend && parts.backend !== false)
     lines.push('backend:', ...describeBackend(record.backend).map((line) => `  ${line}`));
-  for (const warning of record.warnings) lines.push(`warning: ${warning}`);
+  for (const warning of record.warnings) lines.push(`${paint.warning('warning:')} ${warning}`);
   return lines.join('\n');
 }
 
-/** One progress line: elapsed time, turn, last activity. */
-export function renderProgress(record: JobRecord, now: Date = new Date()): string {
-  if (record.status === 'queued' && record.queue)
-    return `[${elapsedSeconds(record, now)}] queued #${record.queue.position} · ${clipText(record.queue.reason, 100)}`;
+/**
+ * One progress line: elapsed time, turn, last activity. With a width it fits it: the last tool goes
+ * first, then the activity is elided in its middle (a path keeps its file name); the head always stays.
+ * With paths, the job's own directory is left out of the paths it names (the worktree is named once).
+ */
+export function renderProgress(
+  record: JobRecord,
+  now: Date = new Date(),
+  view: ScreenView = {},
+): string {
+  const paint = view.paint ?? NO_PAINT;
+  const text = (value: string): string =>
+    view.paths ? shortenPathsIn(value, textBases(view.paths, record.run_cwd)) : value;
+  const time = `[${elapsedSeconds(record, now)}]`;
+  const [head, activity, tool] =
+    record.status === 'queued' && record.queue
+      ? [`queued #${record.queue.position}`, clipText(record.queue.reason, 100), '']
+      : progressParts(record, text, view.width === undefined);
+  // The head starts with the status word ("running · turn 3", "queued #2").
+  const paintHead = (plain: string): string =>
+    plain.replace(record.status, (word) => paint.status(record.status, word));
+  const width = view.width;
+  const line = `${time} ${head}${tool} · ${activity}`;
+  if (width === undefined || displayWidth(line) <= width)
+    return `${time} ${paintHead(head)}${tool} · ${activity}`;
+  const fixed = `${time} ${head} · `;
+  const room = width - displayWidth(fixed);
+  if (room < 8) return clipEnd(`${time} ${head}`, width);
+  return `${time} ${paintHead(head)} · ${elideMiddle(activity, room)}`;
+}
+
+function progressParts(
+  record: JobRecord,
+  text: (value: string) => string,
+  clip: boolean,
+): [string, string, string] {
   const activity =
     record.last_activity?.text ??
     (record.status === 'queued' ? 'starting' : 'waiting for the model');
   // The last tool stays in view while the model thinks or talks between calls.
   const tool =
     record.last_tool !== null && !activity.startsWith('tool ')
-      ? ` · last tool ${clipText(record.last_tool, 40)}`
+      ? ` · last tool ${clipText(text(record.last_tool), 40)}`
       : '';
-  return `[${elapsedSeconds(record, now)}] ${record.status} · turn ${record.turns}${tool} · ${clipText(activity, 90)}`;
+  const shown = text(activity);
+  return [
+    `${record.status} · turn ${record.turns}`,
+    clip ? clipText(shown, 90) : flat(shown),
+    tool,
+  ];
 }

@@ -142,6 +142,32 @@ describe('renderModels', () => {
   });
 });
 
+describe('renderModels on a narrow screen', () => {
+  it('fits both tables to 80 columns, the load and notes cut first, and shows the config under ~', () => {
+    const text = renderModels(snapshot, { width: 80, paths: { cwd: '/srv', home: '/home/u' } });
+    const lines = text.split('\n');
+    const tables = [...lines.slice(1, 6), ...lines.slice(10, 13)];
+    expect(tables).toMatchInlineSnapshot(`
+      [
+        "  NAME         STATE     BACKEND    SERVED             WINDOW  SLOTS     METRICS",
+        "  workstation  up 3 ms   llama.cpp  unsloth/…-Q4_K_XL  65536*  1 busy,…  yes",
+        "  gpu-server   up 12 ms  vllm       deepseek-v4-flash  131072  2 runni…  yes",
+        "                                    sql-lora           131072",
+        "  laptop       down: r…  llama.cpp  -                  -       -         no",
+        "  qwen3.8-27b  running on workstation as unsloth/Qwen3.8-27B-GGUF:U…  default c…",
+        "  glm-5        not running (host gpu-server)                          needs bot…",
+        "  deepseek     running on gpu-server as deepseek-v4-flash, window 6…",
+      ]
+    `);
+    for (const line of tables) expect(line.length).toBeLessThanOrEqual(80);
+    expect(text).toContain('Config: ~/.config/localagents/models.yaml');
+    // --wide cuts nothing.
+    expect(renderModels(snapshot, { width: 80, wide: true })).toContain(
+      '2 running, 0 waiting, kv 25%',
+    );
+  });
+});
+
 describe('modelsJson', () => {
   it('keys endpoints and models by name with the documented fields', () => {
     const json = modelsJson(snapshot);

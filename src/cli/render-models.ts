@@ -3,7 +3,9 @@ import { formatConfigIssue } from '../registry/config-messages.js';
 import type { ConfigIssue } from '../registry/config-types.js';
 import type { RegistrySnapshot } from '../registry/registry.js';
 import type { EndpointProbe } from '../registry/probe.js';
-import { alignColumns } from './columns.js';
+import { fitColumns, type Shrinkable } from './columns.js';
+import { shortPath } from './display-paths.js';
+import { createPaint, type ScreenView } from './terminal.js';
 
 /** `localagents models` output: the --json object and the human table (pure; inline-snapshot tested). */
 
@@ -73,8 +75,18 @@ export function modelsJson(snapshot: RegistrySnapshot): ModelsJson {
   };
 }
 
-function table(rows: string[][]): string[] {
-  return alignColumns(rows, '  ');
+function table(
+  rows: string[][],
+  view: ScreenView,
+  shrink: readonly Shrinkable[],
+  paint?: (cell: string, row: number, column: number) => string,
+): string[] {
+  return fitColumns(rows, {
+    indent: '  ',
+    width: view.wide ? undefined : view.width,
+    shrink,
+    ...(paint ? { paint } : {}),
+  });
 }
 
 function load(probe: EndpointProbe): string {
@@ -119,7 +131,13 @@ function endpointRows(probe: EndpointProbe): string[][] {
   );
 }
 
-export function renderModels(snapshot: RegistrySnapshot): string {
+/**
+ * The human form. With a width the tables fit it: the load and state texts give way first, then the
+ * served ids (cut in the middle); in the menu the notes, then the status sentence. `wide` cuts nothing.
+ */
+export function renderModels(snapshot: RegistrySnapshot, view: ScreenView = {}): string {
+  const paint = view.paint ?? createPaint(false);
+  const path = (file: string): string => (view.paths ? shortPath(file, view.paths) : file);
   const lines: string[] = [];
   const { config } = snapshot;
   if (!config.ok) {
@@ -131,7 +149,24 @@ export function renderModels(snapshot: RegistrySnapshot): string {
     lines.push('Endpoints');
     const rows = [['NAME', 'STATE', 'BACKEND', 'SERVED', 'WINDOW', 'SLOTS', 'METRICS']];
     for (const probe of snapshot.endpoints) rows.push(...endpointRows(probe));
-    lines.push(...table(rows));
+    lines.push(
+      ...table(
+        rows,
+        view,
+        [
+          { column: 5, min: 8 },
+          { column: 1, min: 8 },
+          { column: 3, min: 12, cut: 'middle' },
+          { column: 0, min: 8, cut: 'middle' },
+        ],
+        (cell, row, column) =>
+          row > 0 && column === 1 && cell.length > 0
+            ? cell.startsWith('up')
+              ? paint.status('succeeded', cell)
+              : paint.error(cell)
+            : cell,
+      ),
+    );
     for (const probe of snapshot.endpoints.filter((item) => item.error))
       lines.push(`  ${probe.name}: ${probe.error ?? ''}`);
     const small = snapshot.endpoints.some((probe) =>
@@ -160,11 +195,16 @@ export function renderModels(snapshot: RegistrySnapshot): string {
             : `, window ${entry.context} (set by context in models.yaml)`),
       entry.notes ?? '',
     ]);
-    lines.push(...table(menu));
-    lines.push('', `Config: ${config.config.files.join(', ')}`);
+    lines.push(
+      ...table(menu, view, [
+        { column: 2, min: 10 },
+        { column: 1, min: 20 },
+      ]),
+    );
+    lines.push('', `Config: ${config.config.files.map(path).join(', ')}`);
   }
   for (const warning of config.warnings)
-    lines.push(indent(`warning: ${formatConfigIssue(warning)}`));
+    lines.push(indent(`${paint.warning('warning:')} ${formatConfigIssue(warning)}`));
   return lines.join('\n');
 }
 

@@ -1,12 +1,18 @@
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { App } from '../app.js';
 import { LocalAgentsError } from '../errors.js';
 import type { JobRecord } from '../jobs/job.js';
 import { spawnDetached } from '../jobs/process.js';
+import { findRepo } from '../jobs/worktree.js';
 import { isPermissionMode, PERMISSION_MODES } from '../kinds.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
+import { shortPath } from './display-paths.js';
 import { APP_OPTIONS, openApp } from './open-app.js';
 import { renderJob, renderProgress } from './render-jobs.js';
+import { createStatusLine } from './status-line.js';
+import { isTty, paintFor } from './terminal.js';
 
 const OPTIONS = {
   ...APP_OPTIONS,
@@ -28,37 +34,79 @@ const OPTIONS = {
   'detached-child': { type: 'boolean' },
 } as const;
 
-function isTty(stream: NodeJS.WritableStream): boolean {
-  return 'isTTY' in stream && stream.isTTY === true;
-}
-
-/** Live progress on stderr: a rewritten status line on a TTY, a plain line per change otherwise. */
+/**
+ * Live progress on stderr: on a TTY one status line redrawn in place, fitted to the terminal's width
+ * and redrawn when it is resized; otherwise a plain line per change (a log file, CI).
+ */
 function progressReporter(context: CommandContext): {
   update(record: JobRecord): void;
   stop(): void;
 } {
-  const tty = isTty(context.stderr);
+  const stderr = context.stderr;
+  const paths = { cwd: context.cwd, home: context.env.HOME };
   let last: JobRecord | undefined;
+  if (isTty(stderr) && 'columns' in stderr) {
+    const line = createStatusLine(stderr as NodeJS.WriteStream);
+    const paint = paintFor(stderr, context.env);
+    const draw = (): void => {
+      const record = last;
+      if (record)
+        line.show((room) => renderProgress(record, new Date(), { width: room, paths, paint }));
+    };
+    const ticker = setInterval(draw, 500);
+    return {
+      update(record) {
+        last = record;
+        draw();
+      },
+      stop() {
+        clearInterval(ticker);
+        line.stop();
+      },
+    };
+  }
   let lastLine = '';
-  const draw = (): void => {
-    if (!last) return;
-    const line = renderProgress(last);
-    if (tty) context.stderr.write(`\r\x1b[K${line}`);
-    else if (line.replace(/^\[[^\]]*\] /, '') !== lastLine.replace(/^\[[^\]]*\] /, ''))
-      context.stderr.write(`${line}\n`);
-    lastLine = line;
-  };
-  const ticker = tty ? setInterval(draw, 500) : undefined;
+  const withoutTime = (line: string): string => line.replace(/^\[[^\]]*\] /, '');
   return {
     update(record) {
       last = record;
-      draw();
+      const line = renderProgress(record, new Date(), { paths });
+      if (withoutTime(line) !== withoutTime(lastLine)) stderr.write(`${line}\n`);
+      lastLine = line;
     },
-    stop() {
-      clearInterval(ticker);
-      if (tty && lastLine) context.stderr.write('\r\x1b[K');
-    },
+    stop() {},
   };
+}
+
+/**
+ * `--isolation worktree` outside a git repository, caught before the app starts so the fix names what
+ * this user typed (with or without --cwd). A directory that does not exist is left to the runner.
+ */
+async function checkRepository(cwdFlag: string | undefined, here: string): Promise<void> {
+  const cwd = resolve(here, cwdFlag ?? '.');
+  const isDirectory = await stat(cwd).then(
+    (info) => info.isDirectory(),
+    () => false,
+  );
+  if (!isDirectory || (await findRepo(cwd))) return;
+  throw new LocalAgentsError(
+    'BAD_ARGUMENT',
+    `localagents run: --isolation worktree needs a git repository, and ${cwd} is not in one`,
+    {
+      hint:
+        cwdFlag === undefined
+          ? 'run it from inside a git repository (or point --cwd at one), or drop --isolation worktree'
+          : 'point --cwd at a directory inside a git repository, or drop --isolation worktree',
+    },
+  );
+}
+
+/** The first line: which job, on what, and (for a worktree job) where it runs, named this once. */
+function startedLine(record: JobRecord, context: CommandContext): string {
+  const where = record.worktree
+    ? ` in worktree ${shortPath(record.worktree.path, { cwd: context.cwd, home: context.env.HOME })}`
+    : '';
+  return `localagents: job ${record.id} started (${record.served_model} on ${record.endpoint})${where}`;
 }
 
 async function waitToEnd(
@@ -88,6 +136,14 @@ export const runRun: CommandRun = async (context) => {
       `localagents run: --isolation must be none or worktree (got "${isolation}")`,
     );
   }
+  // Checked here too, so the fix names the flags this user typed rather than run_agent's fields.
+  if (values['base-ref'] !== undefined && isolation !== 'worktree') {
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      'localagents run: --base-ref only applies with --isolation worktree',
+      { hint: 'add --isolation worktree, or drop --base-ref' },
+    );
+  }
   const permissionMode = values['permission-mode'];
   if (permissionMode !== undefined && !isPermissionMode(permissionMode)) {
     throw new LocalAgentsError(
@@ -107,6 +163,7 @@ export const runRun: CommandRun = async (context) => {
     context.stdout.write(`${id}\n`);
     return 0;
   }
+  if (isolation === 'worktree') await checkRepository(values.cwd, context.cwd);
   const app = await openApp(context, values);
   try {
     await app.recovered;
@@ -147,10 +204,7 @@ export const runRun: CommandRun = async (context) => {
     }
     const id = outcome.record.id;
     if (values['detached-child']) context.stdout.write(`${id}\n`);
-    else
-      context.stderr.write(
-        `localagents: job ${id} started (${outcome.record.served_model} on ${outcome.record.endpoint})\n`,
-      );
+    else context.stderr.write(`${startedLine(outcome.record, context)}\n`);
     const cancelOnSignal = (): void => void app.runner.cancel(id);
     context.signal.addEventListener('abort', cancelOnSignal, { once: true });
     const progress = values['detached-child'] ? undefined : progressReporter(context);
@@ -163,7 +217,18 @@ export const runRun: CommandRun = async (context) => {
     }
     if (values['detached-child']) return record.status === 'succeeded' ? 0 : 1;
     if (values.json) context.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
-    else context.stdout.write(`${renderJob(record)}\n`);
+    else
+      context.stdout.write(
+        `${renderJob(
+          record,
+          new Date(),
+          {},
+          {
+            paths: { cwd: context.cwd, home: context.env.HOME },
+            paint: paintFor(context.stdout, context.env),
+          },
+        )}\n`,
+      );
     return record.status === 'succeeded' ? 0 : 1;
   } finally {
     await app.close();

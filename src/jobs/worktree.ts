@@ -62,6 +62,17 @@ export async function createWorktree(
     input.reuse?.baseCommit ??
     (await gitOutput(repo.root, ['rev-parse', '--verify', '--quiet', `${startRef}^{commit}`]).catch(
       (error: unknown) => {
+        // HEAD that is not a commit: a repository with no commit yet (git init, nothing committed). The
+        // caller may not have named a base at all, so the fix is about the repository, not base_ref.
+        if (startRef === 'HEAD')
+          throw new LocalAgentsError(
+            'BAD_ARGUMENT',
+            `isolation "worktree" starts from a commit, and the repository ${repo.root} has none yet`,
+            {
+              hint: 'commit once (git add -A && git commit -m "initial"), or run the job without worktree isolation',
+              cause: error,
+            },
+          );
         throw new LocalAgentsError(
           'BAD_ARGUMENT',
           `base_ref "${baseRef}" is not a commit in ${repo.root}`,

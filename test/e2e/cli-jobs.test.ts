@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stripAnsi } from '../../src/cli/text-width.js';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
 import { resetEmulatorAfterEach } from '../support/emulator-reset.js';
 import type { JobRecord } from '../../src/jobs/job.js';
@@ -130,8 +131,10 @@ describe('localagents run / jobs / show / log / diff', () => {
         );
       });
       expect(run.code).toBe(0);
-      // Each redraw returns to the line start and clears it (CR, ESC [K) before the new status.
-      const redraws = run.stdout.split('\r\u001b[K').slice(1);
+      // Each redraw returns to the line start and clears it (CR, ESC [K) before the new status; the
+      // status word is coloured on a terminal.
+      const redraws = run.stdout.split('\r\u001b[K').slice(1).map(stripAnsi);
+      expect(run.stdout).toContain('\u001b[36mrunning\u001b[39m');
       expect(redraws.length).toBeGreaterThan(2);
       expect(redraws).toContainEqual(
         expect.stringMatching(/^\[\d+\.\ds\] running · turn \d+ · tool Bash\(cat hello\.txt\)$/),
