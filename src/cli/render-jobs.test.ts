@@ -119,6 +119,19 @@ describe('renderJob of a kept worktree job', () => {
     expect(text).not.toContain('diffstat:');
     expect(text).not.toContain('backend:');
   });
+
+  it('points at the worktree instead of naming it again when run printed it on the same screen', () => {
+    const again = renderJob(kept, now);
+    expect(again.split('/state/worktrees/repo/20261129-100000-ab12').length - 1).toBe(1);
+    const once = renderJob({ ...kept, run_cwd: kept.worktree?.path ?? '' }, now, {
+      worktreeNamedAbove: true,
+    });
+    expect(once).not.toContain('/state/worktrees/');
+    expect(once).toContain('(ran in the worktree above)');
+    expect(once).toContain(
+      'worktree: kept (the one above) on local-agent/20261129-100000-ab12 (base 0123456789ab)',
+    );
+  });
 });
 
 describe('renderProgress', () => {

@@ -79,24 +79,33 @@ export function describeBackend(figures: BackendFigures): string[] {
   return lines;
 }
 
-/** Parts of renderJob a caller that prints them on its own (the demo) can leave out. */
+/** Parts of renderJob a caller can leave out or point at: the demo prints some on its own, `run` names the worktree first. */
 export interface RenderJobParts {
   diffstat?: boolean;
   backend?: boolean;
+  /**
+   * The worktree's path is already on this screen (`run`'s started line, when stdout and stderr are one
+   * terminal): the record points at it instead of naming it again.
+   */
+  worktreeNamedAbove?: boolean;
 }
 
-/** `localagents show` and the end of `localagents run`: the record for people. */
 /** The cwd line: for a worktree job, where it ran is the worktree, named once on its own line below. */
-function cwdLine(record: JobRecord, path: (value: string) => string): string {
+function cwdLine(
+  record: JobRecord,
+  path: (value: string) => string,
+  worktreeAt: 'above' | 'below',
+): string {
   const worktree = record.worktree;
   if (worktree && worktree.state !== 'removed') {
     const inWorktree = relative(worktree.path, record.run_cwd);
     if (!inWorktree.startsWith('..') && !isAbsolute(inWorktree))
-      return `cwd: ${path(record.cwd)} (ran in the worktree below${inWorktree ? `, at ${inWorktree}` : ''})`;
+      return `cwd: ${path(record.cwd)} (ran in the worktree ${worktreeAt}${inWorktree ? `, at ${inWorktree}` : ''})`;
   }
   return `cwd: ${path(record.run_cwd)}${record.run_cwd === record.cwd ? '' : ` (for ${path(record.cwd)})`}`;
 }
 
+/** `localagents show` and the end of `localagents run`: the record for people. */
 export function renderJob(
   record: JobRecord,
   now: Date = new Date(),
@@ -112,7 +121,7 @@ export function renderJob(
     `job ${record.id}: ${paint.status(record.status)}${record.possible_no_op ? ' (possible no-op: no edits and no real report)' : ''}`,
     `task: ${clipText(record.task, 200)}`,
     `model: ${record.served_model ?? record.requested_model ?? '-'} on ${record.endpoint ?? '-'} (window ${record.context_tokens ?? '?'} tokens, ${record.context_source ?? '?'})`,
-    cwdLine(record, path),
+    cwdLine(record, path, parts.worktreeNamedAbove ? 'above' : 'below'),
     `time: ${elapsedSeconds(record, now)}, ${record.turns} turns, ${record.tool_calls} tool calls`,
     `files touched: ${record.files_touched.join(', ') || 'none'}`,
   ];
@@ -136,7 +145,7 @@ export function renderJob(
   const worktree = record.worktree;
   if (worktree) {
     lines.push(
-      `worktree: ${worktree.state} ${path(worktree.path)} on ${worktree.branch} (base ${worktree.base_commit.slice(0, 12)})`,
+      `worktree: ${worktree.state} ${parts.worktreeNamedAbove ? '(the one above)' : path(worktree.path)} on ${worktree.branch} (base ${worktree.base_commit.slice(0, 12)})`,
     );
     if (worktree.diffstat && parts.diffstat !== false) {
       const stat = worktree.diffstat;

@@ -222,7 +222,8 @@ export const runRun: CommandRun = async (context) => {
         `${renderJob(
           record,
           new Date(),
-          {},
+          // The started line went to stderr: on one terminal with stdout, the path is on screen already.
+          { worktreeNamedAbove: isTty(context.stdout) && isTty(context.stderr) },
           {
             paths: { cwd: context.cwd, home: context.env.HOME },
             paint: paintFor(context.stdout, context.env),

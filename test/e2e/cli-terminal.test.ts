@@ -151,6 +151,9 @@ describe.skipIf(skipTerminal)('localagents in a terminal (tmux)', () => {
       expect(history.join('\n')).toMatch(/job \S+: succeeded/);
       const joined = await pane.screen({ history: true, joined: true });
       expect(joined.find((row) => row.startsWith('localagents: job '))).toContain(' in worktree ');
+      // Named once on the whole screen: the summary points at the started line's path.
+      expect(joined.join('\n').split('/worktrees/').length - 1).toBe(1);
+      expect(joined.join('\n')).toContain('worktree: kept (the one above) on local-agent/');
     },
   );
 
