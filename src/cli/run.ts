@@ -5,6 +5,7 @@ import type { App } from '../app.js';
 import { LocalAgentsError } from '../errors.js';
 import type { JobRecord } from '../jobs/job.js';
 import { spawnDetached } from '../jobs/process.js';
+import { gitOutput } from '../jobs/git.js';
 import { findRepo } from '../jobs/worktree.js';
 import { isPermissionMode, PERMISSION_MODES } from '../kinds.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
@@ -79,26 +80,57 @@ function progressReporter(context: CommandContext): {
 }
 
 /**
- * `--isolation worktree` outside a git repository, caught before the app starts so the fix names what
- * this user typed (with or without --cwd). A directory that does not exist is left to the runner.
+ * Where the job would run, checked before the app starts so each fix names what this user typed (--cwd or
+ * the current directory, --isolation, --base-ref) rather than run_agent's fields: a directory that is not
+ * one, `--isolation worktree` outside a git repository, a --base-ref that is not a commit there.
  */
-async function checkRepository(cwdFlag: string | undefined, here: string): Promise<void> {
+async function checkWhere(
+  values: { cwd?: string | undefined; 'base-ref'?: string | undefined },
+  isolation: 'none' | 'worktree',
+  here: string,
+): Promise<void> {
+  const cwdFlag = values.cwd;
   const cwd = resolve(here, cwdFlag ?? '.');
   const isDirectory = await stat(cwd).then(
     (info) => info.isDirectory(),
     () => false,
   );
-  if (!isDirectory || (await findRepo(cwd))) return;
-  throw new LocalAgentsError(
-    'BAD_ARGUMENT',
-    `localagents run: --isolation worktree needs a git repository, and ${cwd} is not in one`,
-    {
-      hint:
-        cwdFlag === undefined
-          ? 'run it from inside a git repository (or point --cwd at one), or drop --isolation worktree'
-          : 'point --cwd at a directory inside a git repository, or drop --isolation worktree',
-    },
+  if (!isDirectory)
+    throw new LocalAgentsError('BAD_ARGUMENT', `localagents run: --cwd ${cwd} is not a directory`, {
+      hint: 'point --cwd at a directory that exists, or leave it out to run in the current directory',
+    });
+  if (isolation !== 'worktree') return;
+  const repo = await findRepo(cwd);
+  if (!repo)
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      `localagents run: --isolation worktree needs a git repository, and ${cwd} is not in one`,
+      {
+        hint:
+          cwdFlag === undefined
+            ? 'run it from inside a git repository (or point --cwd at one), or drop --isolation worktree'
+            : 'point --cwd at a directory inside a git repository, or drop --isolation worktree',
+      },
+    );
+  const baseRef = values['base-ref'];
+  if (baseRef === undefined || baseRef === 'working-tree') return;
+  const isCommit = await gitOutput(repo.root, [
+    'rev-parse',
+    '--verify',
+    '--quiet',
+    `${baseRef}^{commit}`,
+  ]).then(
+    () => true,
+    () => false,
   );
+  if (!isCommit)
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      `localagents run: --base-ref "${baseRef}" is not a commit in ${repo.root}`,
+      {
+        hint: 'pass a branch, tag or commit that exists (git branch -a lists them), or leave --base-ref out to start from HEAD',
+      },
+    );
 }
 
 /** The first line: which job, on what, and (for a worktree job) where it runs, named this once. */
@@ -151,6 +183,7 @@ export const runRun: CommandRun = async (context) => {
       `localagents run: --permission-mode must be one of ${PERMISSION_MODES.join(', ')}`,
     );
   }
+  await checkWhere(values, isolation, context.cwd);
   if (values.detach && !values['detached-child']) {
     const main = fileURLToPath(new URL('./main.js', import.meta.url));
     const args = context.args.filter((arg) => arg !== '--detach' && arg !== '--json');
@@ -163,7 +196,6 @@ export const runRun: CommandRun = async (context) => {
     context.stdout.write(`${id}\n`);
     return 0;
   }
-  if (isolation === 'worktree') await checkRepository(values.cwd, context.cwd);
   const app = await openApp(context, values);
   try {
     await app.recovered;
@@ -171,7 +203,7 @@ export const runRun: CommandRun = async (context) => {
       task,
       model: values.model,
       endpoint: values.endpoint,
-      cwd: values.cwd ?? context.cwd,
+      cwd: resolve(context.cwd, values.cwd ?? '.'),
       isolation,
       baseRef: values['base-ref'],
       timeoutS:

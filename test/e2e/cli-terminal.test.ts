@@ -326,6 +326,25 @@ describe('errors that name the fix for what the user did', () => {
     );
   });
 
+  it('run names --cwd and --base-ref in their fixes: a missing directory, a ref that is not a commit', async () => {
+    const { env, cwd } = await setup();
+    const missing = join(cwd, 'no-such-dir');
+    const noDir = await cli(['run', 'x', '--cwd', 'no-such-dir'], { env, cwd });
+    expect(noDir.code).toBe(2);
+    expect(noDir.stderr).toBe(
+      `localagents run: --cwd ${missing} is not a directory\n  fix: point --cwd at a directory that exists, or leave it out to run in the current directory\n`,
+    );
+    const repo = await gitRepo();
+    const badRef = await cli(
+      ['run', 'x', '--cwd', repo, '--isolation', 'worktree', '--base-ref', 'no-such-branch'],
+      { env, cwd },
+    );
+    expect(badRef.code).toBe(2);
+    expect(badRef.stderr).toContain(`--base-ref "no-such-branch" is not a commit in ${repo}`);
+    expect(badRef.stderr).toContain('or leave --base-ref out to start from HEAD');
+    expect(badRef.stderr).not.toContain('base_ref');
+  });
+
   it('run --base-ref without --isolation worktree names the flags, not run_agent’s fields', async () => {
     const { env, cwd } = await setup();
     const run = await cli(['run', 'x', '--base-ref', 'main'], { env, cwd });
