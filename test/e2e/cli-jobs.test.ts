@@ -12,33 +12,9 @@ import { createJobStore } from '../../src/jobs/store.js';
 import { isolatedClaudeEnv } from '../support/claude-env.js';
 import { gitRepo } from '../support/git-repo.js';
 import { emulatorConfig, runningClaudePids } from '../support/mcp-client.js';
+import { CLI_MAIN as MAIN, runCliProcess as cli, type CliResult } from '../support/cli.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
-
-const MAIN = new URL('../../dist/cli/main.js', import.meta.url).pathname;
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(
-  args: string[],
-  options: { env: Record<string, string>; cwd: string },
-): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [MAIN, ...args],
-      { ...options, timeout: 100_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
 
 let emulator: Emulator;
 beforeAll(async () => {

@@ -14,6 +14,7 @@ import { isolatedClaudeEnv } from '../support/claude-env.js';
 import { resetEmulatorAfterEach } from '../support/emulator-reset.js';
 import { git, gitRepo } from '../support/git-repo.js';
 import { emulatorConfig } from '../support/mcp-client.js';
+import { CLI_MAIN as MAIN, runCliProcess as cli } from '../support/cli.js';
 import { tempDir } from '../support/temp-dir.js';
 import { startPane, tmuxAvailable } from '../support/tmux.js';
 import { waitFor } from '../support/wait.js';
@@ -24,7 +25,6 @@ import { waitFor } from '../support/wait.js';
  * coloured .ansi, `cat` it) in a directory printed at the end, for a person to look at.
  */
 
-const MAIN = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 const LONG_FILE =
   'src/a/deeply/nested/directory/for/the/terminal/test/with/a-rather-long-file-name.txt';
 const STATUS_ROW = /^\[(?:\d+\.\d|-)s?\] /;
@@ -41,26 +41,6 @@ const SCRIPT: ScriptTurn[] = [
     text: `Done: I wrote ${LONG_FILE}. ${'It holds one line of text, and nothing else changed in the repository. '.repeat(3)}`,
   },
 ];
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[], options: { env: Record<string, string>; cwd: string }) {
-  return new Promise<CliResult>((resolve) => {
-    execFile(
-      process.execPath,
-      [MAIN, ...args],
-      { ...options, timeout: 100_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
 
 function command(args: string[]): string {
   return [process.execPath, MAIN, ...args].map(shellQuote).join(' ');

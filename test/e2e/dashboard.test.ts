@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/emulator.js';
 import type { JobRecord } from '../../src/jobs/job.js';
 import { isolatedClaudeEnv } from '../support/claude-env.js';
+import { CLI_MAIN as MAIN } from '../support/cli.js';
 import { gitRepo } from '../support/git-repo.js';
 import { emulatorConfig } from '../support/mcp-client.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -19,7 +20,6 @@ import { waitFor } from '../support/wait.js';
  * Two jobs run by other processes (`localagents run`) on the emulator; the page must show them, a status change
  * arriving live, the timeline chart with one point per logged request, and the endpoint. A screenshot is kept.
  */
-const MAIN = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 const CHROMIUM = process.env.LOCALAGENTS_CHROMIUM ?? '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
 // CI installs Chromium (.ci/run): there a missing browser is a failure, never a silent skip.
