@@ -95,7 +95,11 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
         forwarded,
       );
       if (isMessages) {
-        const verdict = exchange.route.tracker.check(forwarded, exchange.line.session ?? undefined);
+        const verdict = exchange.route.tracker.check(
+          forwarded,
+          exchange.line.session ?? undefined,
+          body,
+        );
         exchange.line.prefix = toPrefixLog(verdict);
       }
     });

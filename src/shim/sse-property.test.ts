@@ -118,3 +118,17 @@ describe('createSseProcessor under any chunking and any event order (fast-check)
     );
   });
 });
+
+describe('createSseProcessor on a delta that looks like JSON only at its ends', () => {
+  it('counts it as the fast path does, whether the chunk before it held message_start or not', () => {
+    const start =
+      'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"q","usage":{"input_tokens":5,"output_tokens":0}}}\n\n';
+    const garbled = 'event: content_block_delta\ndata: {"type":"content_block_delta" x}\n\n';
+    const whole = relay([Buffer.from(start + garbled)]);
+    const apart = relay([Buffer.from(start), Buffer.from(garbled)]);
+    expect(whole.out).toBe(start + garbled);
+    expect(apart.out).toBe(whole.out);
+    expect(whole.processor.summary.events).toBe(2);
+    expect(whole.processor.summary.malformed).toBe(apart.processor.summary.malformed);
+  });
+});
