@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { isRecord } from './fold-system.js';
 import { normalizeRequest, parseRequest, type AnthropicRequest } from './normalize.js';
 import { createPrefixTracker, fingerprintPrompt } from './prefix-stability.js';
+import { createToolListCache } from './tool-list.js';
 
 const CLAUDE_CODE = new URL('../../test/fixtures/claude-code/', import.meta.url);
 
@@ -35,10 +36,14 @@ describe('createPrefixTracker', () => {
     expect(tracker.check(forwarded('later-turn-request.json'), 's1')).toEqual({ kind: 'extends' });
   });
 
-  it('sees a changed tool list when handed the bodies, whose unchanged lists it hashes once', () => {
+  it('sees a changed tool list when the requests come from a ToolListCache, which hands one list out again', () => {
     const tracker = createPrefixTracker();
-    const check = ({ request, body }: { request: AnthropicRequest; body: Buffer }) =>
-      tracker.check(request, 's1', body);
+    const toolLists = createToolListCache();
+    const check = ({ body }: { body: Buffer }) => {
+      const parsed = toolLists.parse(body);
+      if (!parsed.ok) throw new Error(parsed.message);
+      return tracker.check(parsed.request, 's1');
+    };
     const fewerTools = (body: Record<string, unknown>) => {
       if (Array.isArray(body.tools)) body.tools = body.tools.slice(1);
     };

@@ -1,6 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
 import { contentText, isRecord } from './fold-system.js';
-import { topLevelMembers } from './json-members.js';
 import type { AnthropicRequest } from './normalize.js';
 
 /**
@@ -167,38 +166,30 @@ function continuationIndex(request: AnthropicRequest): number {
 }
 
 export interface PrefixTracker {
-  /**
-   * Records this prompt as its conversation's latest and says how it relates to the previous one. `body`: the JSON
-   * `request` was parsed from, when at hand.
-   */
-  check(request: AnthropicRequest, session: string | undefined, body?: Buffer): PrefixVerdict;
+  /** Records this prompt as its conversation's latest and says how it relates to the previous one. */
+  check(request: AnthropicRequest, session: string | undefined): PrefixVerdict;
 }
 
 export function createPrefixTracker(): PrefixTracker {
   const conversations = new Map<string, PromptFingerprint>();
-  let lastTools: { bytes: Buffer; hash: string } | undefined;
+  let lastTools: { tools: unknown[]; hash: string } | undefined;
 
   /**
-   * Claude Code sends the same 31 KB tool list every turn: bytes equal to the last list's parse to the same value,
-   * so its hash is reused instead of serialising and hashing the list again (measured: 115 µs of each 42 KB
-   * request's bookkeeping, and a 60 KB string of garbage).
+   * The tool list's hash, kept for the list it was computed from: a route's ToolListCache hands every request that
+   * sent the same list the same (frozen) array, so Claude Code's 31 KB list is serialised and hashed once.
    */
-  function toolsHash(request: AnthropicRequest, body: Buffer | undefined): string | undefined {
-    if (request.tools === undefined || body === undefined) return undefined;
-    const span = topLevelMembers(body)?.get('tools');
-    if (span === undefined) return undefined;
-    const bytes = body.subarray(span.start, span.end);
-    if (lastTools?.bytes.equals(bytes)) return lastTools.hash;
-    lastTools = { bytes: Buffer.from(bytes), hash: hash(canonicalTools(request.tools)) };
+  function toolsHash(tools: unknown[] | undefined): string | undefined {
+    if (tools === undefined || !Object.isFrozen(tools)) return undefined;
+    if (lastTools?.tools !== tools) lastTools = { tools, hash: hash(canonicalTools(tools)) };
     return lastTools.hash;
   }
 
   return {
-    check(request, session, body) {
+    check(request, session) {
       const kind = classifyRequest(request);
       if (kind.kind === 'side') return { kind: 'side', reason: kind.reason };
       const key = `${session ?? '-'}|${kind.lane}`;
-      const current = fingerprintPrompt(request, toolsHash(request, body));
+      const current = fingerprintPrompt(request, toolsHash(request.tools));
       const previous = conversations.get(key);
       conversations.delete(key);
       conversations.set(key, current);
