@@ -57,3 +57,49 @@ export function frame(name: string, data: unknown): Buffer {
 
 export const num = (value: unknown): number | undefined =>
   typeof value === 'number' ? value : undefined;
+
+/** An event in one of llama-server's own forms, read without a parse (see knownEvent). */
+export type KnownEvent =
+  | { kind: 'message_start'; input: number; output: number; cached: number }
+  | { kind: 'message_delta'; stopReason: string; output: number }
+  | { kind: 'content_block_start' }
+  | { kind: 'message_stop' };
+
+/** A JSON string without escapes or control characters, and a JSON integer (15 digits at most: exact). */
+const STRING = String.raw`"([^"\\\u0000-\u001f]*)"`;
+const INTEGER = String.raw`(0|[1-9]\d{0,14})`;
+const KNOWN_FORMS: Record<string, RegExp> = {
+  message_start: new RegExp(
+    String.raw`^\{"type":"message_start","message":\{"id":${STRING},"type":"message","role":"assistant","content":\[\],"model":${STRING},"stop_reason":null,"stop_sequence":null,"usage":\{"cache_read_input_tokens":${INTEGER},"input_tokens":${INTEGER},"output_tokens":${INTEGER}\}\}\}$`,
+  ),
+  message_delta: new RegExp(
+    String.raw`^\{"type":"message_delta","delta":\{"stop_reason":${STRING},"stop_sequence":null\},"usage":\{"output_tokens":${INTEGER}\}\}$`,
+  ),
+  content_block_start: new RegExp(
+    String.raw`^\{"type":"content_block_start","index":${INTEGER},"content_block":\{"type":"(text|thinking)","(text|thinking)":""\}\}$`,
+  ),
+  message_stop: /^\{"type":"message_stop"\}$/,
+};
+
+/**
+ * The data of a message_start, message_delta, text or thinking content_block_start or message_stop exactly as
+ * llama-server writes it (fixtures/llama.cpp A12), read by one anchored match instead of a parse: a match is valid
+ * JSON whose every member is known, so what it says is what the parse would say. Undefined for any other form,
+ * which the caller parses. On a small answer these four are the only events the side-reader looks into.
+ */
+export function knownEvent(name: string, data: string): KnownEvent | undefined {
+  const match = KNOWN_FORMS[name]?.exec(data);
+  if (!match) return undefined;
+  if (name === 'message_start')
+    return {
+      kind: 'message_start',
+      cached: Number(match[3]),
+      input: Number(match[4]),
+      output: Number(match[5]),
+    };
+  if (name === 'message_delta')
+    return { kind: 'message_delta', stopReason: match[1] ?? '', output: Number(match[2]) };
+  return name === 'content_block_start'
+    ? { kind: 'content_block_start' }
+    : { kind: 'message_stop' };
+}

@@ -5,10 +5,12 @@ import {
   eventData,
   eventName,
   frame,
+  knownEvent,
   num,
   parseJson,
   SEPARATOR,
   startsWithAt,
+  type KnownEvent,
 } from './sse-frames.js';
 
 /**
@@ -297,6 +299,25 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
   }
 
   /** The replacement for one event, `null` to drop it, or undefined to pass its bytes on unchanged. */
+  /** What handle does with these events' parsed data, done with what knownEvent read. */
+  function readKnown(known: KnownEvent, insertBefore: (piece: Buffer) => void): undefined {
+    if (known.kind === 'message_start') {
+      sawMessageStart = true;
+      summary.usage = {
+        input_tokens: known.input,
+        output_tokens: known.output,
+        cache_read_input_tokens: known.cached,
+      };
+    } else if (known.kind === 'content_block_start') {
+      if (!sawMessageStart) insertBefore(synthesisedStart());
+    } else if (known.kind === 'message_delta') {
+      summary.stopReason = known.stopReason;
+      summary.usage ??= { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: null };
+      summary.usage.output_tokens = known.output;
+    } else summary.sawMessageStop = true;
+    return undefined;
+  }
+
   function handle(
     event: Buffer,
     name: string,
@@ -310,8 +331,13 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     summary.events++;
     if (name === 'error') return errorEvent(eventData(event));
     if (!JSON_EVENTS.has(name)) return undefined;
+    const text = eventData(event);
+    const known = knownEvent(name, text);
+    // A message_start whose prompt count is replaced needs its object (withPromptTokens).
+    if (known && !(known.kind === 'message_start' && options.promptTokens !== undefined))
+      return readKnown(known, insertBefore);
     // Parsed once, here: the checks below and the handlers read the same object.
-    const data = parseJson(eventData(event));
+    const data = parseJson(text);
     if (data === undefined) {
       summary.malformed ??= { count: 0, first: event.toString('utf8', 0, 300) };
       summary.malformed.count++;
