@@ -102,12 +102,13 @@ export function createFastPathScanner(
 
   function scan(chunk: Buffer): void {
     if (head) {
-      // The model is in the first bytes; copying more than that of a 1 MB chunk would cost milliseconds.
-      head = Buffer.concat([head, chunk.subarray(0, HEAD_BYTES - head.length)]);
-      if (head.length >= HEAD_BYTES && checkModel(head, route).kind === 'incomplete')
-        verdict = 'rewrite';
+      // The model is in the first bytes; copying more than that of a 1 MB chunk would cost milliseconds, and the
+      // first chunk (usually the whole body) is read in place.
+      const more = chunk.subarray(0, HEAD_BYTES - head.length);
+      head = head.length === 0 ? more : Buffer.concat([head, more]);
       const model = checkModel(head, route);
-      if (model.kind === 'rewrite') verdict = 'rewrite';
+      if (model.kind === 'rewrite' || (model.kind === 'incomplete' && head.length >= HEAD_BYTES))
+        verdict = 'rewrite';
       if (model.kind !== 'incomplete') head = undefined;
     }
     let window = chunk;
@@ -131,7 +132,8 @@ export function createFastPathScanner(
       if (check?.kind === 'rewrite') verdict = 'rewrite';
       if (check?.kind === 'incomplete') keepFrom = Math.min(keepFrom, check.from);
     }
-    carry = Buffer.from(window.subarray(keepFrom));
+    // A view, not a copy: the receiver keeps every chunk of the body until it is done anyway.
+    carry = window.subarray(keepFrom);
     last = chunk.length > 0 ? chunk : last;
   }
 

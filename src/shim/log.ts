@@ -165,7 +165,8 @@ export function createRequestLog(
     return stream;
   }
 
-  const pending: Record<LogFile, Buffer[]> = { lines: [], full: [] };
+  // Lines wait as text, joined and encoded once per flush: a Buffer per line would be an allocation per request.
+  const pending: { lines: string[]; full: Buffer[] } = { lines: [], full: [] };
   let pendingBytes = 0;
   let timer: NodeJS.Timeout | undefined;
 
@@ -173,10 +174,15 @@ export function createRequestLog(
     clearTimeout(timer);
     timer = undefined;
     pendingBytes = 0;
+    const batches: Record<LogFile, string | Buffer | undefined> = {
+      lines: pending.lines.length > 0 ? pending.lines.join('') : undefined,
+      full: pending.full.length > 0 ? Buffer.concat(pending.full) : undefined,
+    };
+    pending.lines = [];
+    pending.full = [];
     for (const file of ['lines', 'full'] as const) {
-      if (pending[file].length === 0) continue;
-      const data = Buffer.concat(pending[file]);
-      pending[file] = [];
+      const data = batches[file];
+      if (data === undefined) continue;
       void ready.then((streams) => {
         const stream = streams?.[file];
         if (stream && !failed) stream.write(data);
@@ -184,19 +190,26 @@ export function createRequestLog(
     }
   }
 
-  function write(file: LogFile, data: Buffer): void {
-    if (failed || closed) return;
-    pending[file].push(data);
-    pendingBytes += data.length;
+  /** `size`: bytes, or for text its length (the same for the ASCII the lines almost always are). */
+  function queued(size: number): void {
+    pendingBytes += size;
     if (pendingBytes >= FLUSH_AT_BYTES) flush();
     // Unref'd: a log waiting to be flushed never keeps the process alive (close() flushes it).
     else timer ??= setTimeout(flush, FLUSH_AFTER_MS).unref();
   }
 
   return {
-    append: (line) => write('lines', Buffer.from(`${JSON.stringify(line)}\n`)),
+    append: (line) => {
+      if (failed || closed) return;
+      const text = `${JSON.stringify(line)}\n`;
+      pending.lines.push(text);
+      queued(text.length);
+    },
     appendFull: (line) => {
-      if (options.full) write('full', fullLine(line));
+      if (!options.full || failed || closed) return;
+      const data = fullLine(line);
+      pending.full.push(data);
+      queued(data.length);
     },
     async close() {
       if (closed) return;

@@ -30,6 +30,66 @@ const RequestSchema = z.looseObject({
 });
 
 export type AnthropicRequest = z.infer<typeof RequestSchema>;
+type Message = z.infer<typeof MessageSchema>;
+
+/** The members RequestSchema reads, in its order: its output lists them first. */
+const REQUEST_KEYS = new Set(['model', 'messages', 'system', 'tools', 'max_tokens', 'stream']);
+const MESSAGE_KEYS = new Set(['role', 'content']);
+
+/**
+ * What `from` holds besides `known`, copied as zod copies a loose object's other members: all but `__proto__`,
+ * whose assignment would set the copy's prototype.
+ */
+function copyRest(
+  from: Record<string, unknown>,
+  to: Record<string, unknown>,
+  known: Set<string>,
+): void {
+  for (const key of Object.keys(from)) {
+    if (!known.has(key) && key !== '__proto__') to[key] = from[key];
+  }
+}
+
+/**
+ * MessagesSchema's parse done by hand, undefined where it may fail: each message a copy with role and content
+ * first, as zod builds it. On every request's path, where zod's generic walk cost more than the JSON parse of a
+ * small body (a property test holds the two to the same output).
+ */
+function plainMessages(value: unknown): Message[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const messages: Message[] = [];
+  for (const item of value as unknown[]) {
+    if (!isRecord(item) || typeof item.role !== 'string' || item.content === undefined)
+      return undefined;
+    const message: Message = { role: item.role, content: item.content };
+    copyRest(item, message, MESSAGE_KEYS);
+    messages.push(message);
+  }
+  return messages;
+}
+
+/** RequestSchema's parse done by hand, as plainMessages; undefined where zod must judge (and word the error). */
+function plainRequest(json: unknown): AnthropicRequest | undefined {
+  if (!isRecord(json)) return undefined;
+  const { model, system, tools, max_tokens: maxTokens, stream } = json;
+  if (model !== undefined && typeof model !== 'string') return undefined;
+  if (tools !== undefined && !Array.isArray(tools)) return undefined;
+  if (maxTokens !== undefined && (typeof maxTokens !== 'number' || !Number.isFinite(maxTokens)))
+    return undefined;
+  if (stream !== undefined && typeof stream !== 'boolean') return undefined;
+  const messages = plainMessages(json.messages);
+  if (!messages) return undefined;
+  // Assigned in the schema's order: a request re-serialised (a retry) keeps zod's member order.
+  const request: Record<string, unknown> = {};
+  if (model !== undefined) request.model = model;
+  request.messages = messages;
+  if (system !== undefined) request.system = system;
+  if (tools !== undefined) request.tools = [...(tools as unknown[])];
+  if (maxTokens !== undefined) request.max_tokens = maxTokens;
+  if (stream !== undefined) request.stream = stream;
+  copyRest(json, request, REQUEST_KEYS);
+  return request as AnthropicRequest;
+}
 
 export type NormalizeResult =
   /** Forward the raw bytes. `request` is there when the body had to be parsed to know. */
@@ -69,6 +129,8 @@ export function parseRequest(
       message: `request body is not valid JSON: ${error instanceof Error ? error.message : String(error)}`,
     };
   }
+  const plain = plainRequest(json);
+  if (plain) return { ok: true, request: plain };
   const parsed = RequestSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -185,16 +247,17 @@ function rewriteMembers(
     return undefined;
   let input: RewriteInput;
   try {
-    const messages = MessagesSchema.safeParse(value(messagesSpan));
+    const messagesValue = value(messagesSpan);
+    const messages = plainMessages(messagesValue) ?? MessagesSchema.safeParse(messagesValue).data;
     const systemSpan = members.get('system');
     const modelSpan = members.get('model');
     const maxTokensSpan = members.get('max_tokens');
     const model = modelSpan && value(modelSpan);
     const maxTokens = maxTokensSpan && value(maxTokensSpan);
-    if (!messages.success || (model !== undefined && typeof model !== 'string')) return undefined;
+    if (!messages || (model !== undefined && typeof model !== 'string')) return undefined;
     if (maxTokens !== undefined && typeof maxTokens !== 'number') return undefined;
     input = {
-      messages: messages.data,
+      messages,
       system: systemSpan && value(systemSpan),
       model,
       max_tokens: maxTokens,

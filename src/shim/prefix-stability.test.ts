@@ -3,21 +3,30 @@ import { describe, expect, it } from 'vitest';
 import { isRecord } from './fold-system.js';
 import { normalizeRequest, parseRequest, type AnthropicRequest } from './normalize.js';
 import { createPrefixTracker, fingerprintPrompt } from './prefix-stability.js';
+import { createToolListCache } from './tool-list.js';
 
 const CLAUDE_CODE = new URL('../../test/fixtures/claude-code/', import.meta.url);
 
-/** A captured Claude Code request as the backend would get it (after the shim's rewrites). */
-function forwarded(name: string, edit?: (body: Record<string, unknown>) => void): AnthropicRequest {
+/** A captured Claude Code request as the backend would get it (after the shim's rewrites), and its bytes. */
+function forwardedBody(
+  name: string,
+  edit?: (body: Record<string, unknown>) => void,
+): { request: AnthropicRequest; body: Buffer } {
   const fixture: unknown = JSON.parse(readFileSync(new URL(name, CLAUDE_CODE), 'utf8'));
   if (!isRecord(fixture) || !isRecord(fixture.body)) throw new Error(`${name}: no body`);
   edit?.(fixture.body);
   const raw = Buffer.from(JSON.stringify(fixture.body));
   const result = normalizeRequest(raw, { backend: 'llama.cpp', servedId: 'qwen-test' });
   if (result.kind === 'invalid') throw new Error(result.message);
-  if (result.request) return result.request;
-  const parsed = parseRequest(result.kind === 'rewritten' ? result.body : raw);
+  const body = result.kind === 'rewritten' ? result.body : raw;
+  if (result.request) return { request: result.request, body };
+  const parsed = parseRequest(body);
   if (!parsed.ok) throw new Error(parsed.message);
-  return parsed.request;
+  return { request: parsed.request, body };
+}
+
+function forwarded(name: string, edit?: (body: Record<string, unknown>) => void): AnthropicRequest {
+  return forwardedBody(name, edit).request;
 }
 
 describe('createPrefixTracker', () => {
@@ -25,6 +34,30 @@ describe('createPrefixTracker', () => {
     const tracker = createPrefixTracker();
     expect(tracker.check(forwarded('first-turn-request.json'), 's1')).toEqual({ kind: 'new' });
     expect(tracker.check(forwarded('later-turn-request.json'), 's1')).toEqual({ kind: 'extends' });
+  });
+
+  it('sees a changed tool list when the requests come from a ToolListCache, which hands one list out again', () => {
+    const tracker = createPrefixTracker();
+    const toolLists = createToolListCache();
+    const check = ({ body }: { body: Buffer }) => {
+      const parsed = toolLists.parse(body);
+      if (!parsed.ok) throw new Error(parsed.message);
+      return tracker.check(parsed.request, 's1');
+    };
+    const fewerTools = (body: Record<string, unknown>) => {
+      if (Array.isArray(body.tools)) body.tools = body.tools.slice(1);
+    };
+    expect(check(forwardedBody('first-turn-request.json'))).toEqual({ kind: 'new' });
+    expect(check(forwardedBody('later-turn-request.json'))).toEqual({ kind: 'extends' });
+    expect(check(forwardedBody('later-turn-request.json', fewerTools))).toEqual({
+      kind: 'changed',
+      at: 'tools',
+    });
+    expect(check(forwardedBody('later-turn-request.json'))).toEqual({
+      kind: 'changed',
+      at: 'tools',
+    });
+    expect(check(forwardedBody('later-turn-request.json'))).toEqual({ kind: 'extends' });
   });
 
   it('keeps sessions apart', () => {

@@ -105,10 +105,14 @@ function canonicalTools(tools: unknown[] | undefined): string {
   );
 }
 
-export function fingerprintPrompt(request: AnthropicRequest): PromptFingerprint {
+/** `toolsHash`: the hash of the tool list when the caller already knows it (PrefixTracker's cache). */
+export function fingerprintPrompt(
+  request: AnthropicRequest,
+  toolsHash?: string,
+): PromptFingerprint {
   return {
     system: contentHash('system\u0000', request.system),
-    tools: hash(canonicalTools(request.tools)),
+    tools: toolsHash ?? hash(canonicalTools(request.tools)),
     messages: request.messages.map((message) =>
       contentHash(`${message.role}\u0000`, message.content),
     ),
@@ -168,12 +172,24 @@ export interface PrefixTracker {
 
 export function createPrefixTracker(): PrefixTracker {
   const conversations = new Map<string, PromptFingerprint>();
+  let lastTools: { tools: unknown[]; hash: string } | undefined;
+
+  /**
+   * The tool list's hash, kept for the list it was computed from: a route's ToolListCache hands every request that
+   * sent the same list the same (frozen) array, so Claude Code's 31 KB list is serialised and hashed once.
+   */
+  function toolsHash(tools: unknown[] | undefined): string | undefined {
+    if (tools === undefined || !Object.isFrozen(tools)) return undefined;
+    if (lastTools?.tools !== tools) lastTools = { tools, hash: hash(canonicalTools(tools)) };
+    return lastTools.hash;
+  }
+
   return {
     check(request, session) {
       const kind = classifyRequest(request);
       if (kind.kind === 'side') return { kind: 'side', reason: kind.reason };
       const key = `${session ?? '-'}|${kind.lane}`;
-      const current = fingerprintPrompt(request);
+      const current = fingerprintPrompt(request, toolsHash(request.tools));
       const previous = conversations.get(key);
       conversations.delete(key);
       conversations.set(key, current);

@@ -6,7 +6,6 @@ import { relayJson } from './json-relay.js';
 import {
   estimatePromptTokens,
   normalizeRequest,
-  parseRequest,
   type AnthropicRequest,
   type NormalizeResult,
 } from './normalize.js';
@@ -77,7 +76,7 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
     let parsed = normalized.request;
     const request = (): AnthropicRequest | undefined => {
       if (parsed) return parsed;
-      const result = parseRequest(body);
+      const result = exchange.route.toolLists.parse(body);
       parsed = result.ok ? result.request : undefined;
       return parsed;
     };

@@ -3,6 +3,7 @@ import type { BackendKind } from '../kinds.js';
 import type { BackendError } from './backend-errors.js';
 import type { RequestLog, RequestLogLine } from './log.js';
 import type { PrefixTracker } from './prefix-stability.js';
+import type { ToolListCache } from './tool-list.js';
 import type { TruncationGuard } from './truncation-guard.js';
 import type { Upstream } from './upstream.js';
 
@@ -76,6 +77,8 @@ export interface RouteRuntime {
   upstream: Upstream;
   log: RequestLog | undefined;
   tracker: PrefixTracker;
+  /** The last tool list the route forwarded, parsed once for every request that sends it again. */
+  toolLists: ToolListCache;
   /** A backend that cuts oversize prompts silently (Ollama): its prompts are sized and its counts checked. */
   guard: TruncationGuard | undefined;
   stats: RouteStats;

@@ -16,6 +16,7 @@ import {
   type RouteRuntime,
   type RouteStats,
 } from './route.js';
+import { createToolListCache } from './tool-list.js';
 import { createTruncationGuard, type TruncationGuard } from './truncation-guard.js';
 import { createAgents, createUpstream, destroyAgents } from './upstream.js';
 
@@ -148,6 +149,7 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
         ? createRequestLog(config.logDir, { full: config.dumpFullRequests === true, diagnostics })
         : undefined,
       tracker: createPrefixTracker(),
+      toolLists: createToolListCache(),
       guard: truncationGuardFor(config),
       stats: emptyStats(),
       keepaliveMs: config.keepaliveMs ?? DEFAULT_KEEPALIVE_MS,

@@ -118,3 +118,42 @@ describe('createSseProcessor under any chunking and any event order (fast-check)
     );
   });
 });
+
+describe('createSseProcessor on a delta that looks like JSON only at its ends', () => {
+  it('counts it as the fast path does, whether the chunk before it held message_start or not', () => {
+    const start =
+      'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"q","usage":{"input_tokens":5,"output_tokens":0}}}\n\n';
+    const garbled = 'event: content_block_delta\ndata: {"type":"content_block_delta" x}\n\n';
+    const whole = relay([Buffer.from(start + garbled)]);
+    const apart = relay([Buffer.from(start), Buffer.from(garbled)]);
+    expect(whole.out).toBe(start + garbled);
+    expect(apart.out).toBe(whole.out);
+    expect(whole.processor.summary.events).toBe(2);
+    expect(whole.processor.summary.malformed).toBe(apart.processor.summary.malformed);
+  });
+});
+
+describe('createSseProcessor on llama-server’s own event forms', () => {
+  it('reads them to the summary the same events give with their members reordered (parsed)', () => {
+    const llama =
+      'event: message_start\ndata: {"type":"message_start","message":{"id":"c1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null,"usage":{"cache_read_input_tokens":13,"input_tokens":1,"output_tokens":0}}}\n\n' +
+      'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n' +
+      'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":24}}\n\n' +
+      'event: message_stop\ndata: {"type":"message_stop"}\n\n';
+    const reordered =
+      'event: message_start\ndata: {"message":{"usage":{"output_tokens":0,"input_tokens":1,"cache_read_input_tokens":13},"id":"c1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null},"type":"message_start"}\n\n' +
+      'event: content_block_start\ndata: {"index":0,"type":"content_block_start","content_block":{"type":"text","text":""}}\n\n' +
+      'event: message_delta\ndata: {"usage":{"output_tokens":24},"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null}}\n\n' +
+      'event: message_stop\ndata: { "type":"message_stop"}\n\n';
+    const known = relay([Buffer.from(llama)]);
+    const parsed = relay([Buffer.from(reordered)]);
+    expect(known.out).toBe(llama);
+    expect(known.processor.summary).toEqual(parsed.processor.summary);
+    expect(known.processor.summary).toMatchObject({
+      events: 4,
+      usage: { input_tokens: 1, output_tokens: 24, cache_read_input_tokens: 13 },
+      stopReason: 'max_tokens',
+      sawMessageStop: true,
+    });
+  });
+});

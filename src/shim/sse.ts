@@ -1,7 +1,17 @@
 import { classifyBackendError, type BackendError } from './backend-errors.js';
 import { anthropicErrorEvent, streamErrorType, type ClientError } from './errors.js';
 import { isRecord } from './fold-system.js';
-import { eventData, eventName, frame, num, parseJson, SEPARATOR } from './sse-frames.js';
+import {
+  eventData,
+  eventName,
+  frame,
+  knownEvent,
+  num,
+  parseJson,
+  SEPARATOR,
+  startsWithAt,
+  type KnownEvent,
+} from './sse-frames.js';
 
 /**
  * The side-channel SSE reader of a streamed `/v1/messages` answer. Bytes are passed on per chunk, cut only at event
@@ -92,14 +102,6 @@ const PLAIN_EVENTS = [
   'event:content_block_stop\n',
 ].map((text) => Buffer.from(text));
 
-function startsWithAt(data: Buffer, at: number, prefix: Buffer): boolean {
-  if (at + prefix.length > data.length) return false;
-  for (let index = 0; index < prefix.length; index++) {
-    if (data[at + index] !== prefix[index]) return false;
-  }
-  return true;
-}
-
 /**
  * How many events a run of complete events holds when every one is a plain delta or block stop; undefined as
  * soon as one is anything else. One pass over the bytes (an event ends at its blank line: JSON data never holds
@@ -108,16 +110,22 @@ function startsWithAt(data: Buffer, at: number, prefix: Buffer): boolean {
 export function countPlainEvents(complete: Buffer): number | undefined {
   let count = 0;
   for (let at = 0; at < complete.length;) {
-    const prefix = PLAIN_EVENTS.find((candidate) => startsWithAt(complete, at, candidate));
-    if (!prefix) return undefined;
-    count++;
     let end = complete.indexOf(SEPARATOR, at);
     if (end === -1) end = complete.length;
-    // Looks like JSON at both ends, or the slow path reads it whole (and notes it if it is not).
-    if (!looksLikeJsonData(complete, at + prefix.length, end)) return undefined;
+    if (!isPlainEvent(complete, at, end)) return undefined;
+    count++;
     at = end + 2;
   }
   return count;
+}
+
+/**
+ * The event in bytes [at, end) is a plain delta or block stop whose data looks like JSON at both ends: counted and
+ * passed on without a parse, by the fast path and the slow path alike, so a chunk's cut never changes the verdict.
+ */
+function isPlainEvent(data: Buffer, at: number, end: number): boolean {
+  const prefix = PLAIN_EVENTS.find((candidate) => startsWithAt(data, at, candidate));
+  return prefix !== undefined && looksLikeJsonData(data, at + prefix.length, end);
 }
 
 /**
@@ -291,7 +299,30 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
   }
 
   /** The replacement for one event, `null` to drop it, or undefined to pass its bytes on unchanged. */
-  function handle(event: Buffer, name: string, pieces: Buffer[]): Buffer | null | undefined {
+  /** What handle does with these events' parsed data, done with what knownEvent read. */
+  function readKnown(known: KnownEvent, insertBefore: (piece: Buffer) => void): undefined {
+    if (known.kind === 'message_start') {
+      sawMessageStart = true;
+      summary.usage = {
+        input_tokens: known.input,
+        output_tokens: known.output,
+        cache_read_input_tokens: known.cached,
+      };
+    } else if (known.kind === 'content_block_start') {
+      if (!sawMessageStart) insertBefore(synthesisedStart());
+    } else if (known.kind === 'message_delta') {
+      summary.stopReason = known.stopReason;
+      summary.usage ??= { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: null };
+      summary.usage.output_tokens = known.output;
+    } else summary.sawMessageStop = true;
+    return undefined;
+  }
+
+  function handle(
+    event: Buffer,
+    name: string,
+    insertBefore: (piece: Buffer) => void,
+  ): Buffer | null | undefined {
     if (name === ':' || name === 'ping') return undefined;
     if (name === '')
       return eventData(event).trim() === '[DONE]'
@@ -300,15 +331,20 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     summary.events++;
     if (name === 'error') return errorEvent(eventData(event));
     if (!JSON_EVENTS.has(name)) return undefined;
+    const text = eventData(event);
+    const known = knownEvent(name, text);
+    // A message_start whose prompt count is replaced needs its object (withPromptTokens).
+    if (known && !(known.kind === 'message_start' && options.promptTokens !== undefined))
+      return readKnown(known, insertBefore);
     // Parsed once, here: the checks below and the handlers read the same object.
-    const data = parseJson(eventData(event));
+    const data = parseJson(text);
     if (data === undefined) {
       summary.malformed ??= { count: 0, first: event.toString('utf8', 0, 300) };
       summary.malformed.count++;
       return undefined;
     }
     if (name === 'message_start') return messageStart(data);
-    if (!sawMessageStart && name.startsWith('content_block')) pieces.push(synthesisedStart());
+    if (!sawMessageStart && name.startsWith('content_block')) insertBefore(synthesisedStart());
     if (name === 'content_block_start') return blockStart(event, data);
     if (name === 'message_delta') return messageDelta(data);
     if (name === 'message_stop') summary.sawMessageStop = true;
@@ -344,26 +380,35 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
       started = true;
       return { out: complete };
     }
-    const pieces: Buffer[] = [];
-    let modified = false;
+    // Built only once an event is replaced, dropped or preceded by one made here: until then the output is the
+    // input's bytes, and none of the events in between is copied or even cut out of it.
+    let pieces: Buffer[] | undefined;
+    let kept = 0;
+    const replace = (from: number, to: number, replacement: Buffer | null): void => {
+      pieces ??= [];
+      if (from > kept) pieces.push(data.subarray(kept, from));
+      if (replacement !== null) pieces.push(replacement);
+      kept = to;
+    };
     let position = 0;
     while (position < completeEnd) {
       // Extra blank lines before an event belong to no event: passed on as they came, so the event after them
       // is read by its own first line whether or not they ended the chunk before it.
-      const blank = position;
       while (position < completeEnd && data[position] === 0x0a) position++;
-      if (position > blank) pieces.push(data.subarray(blank, position));
       if (position >= completeEnd) break;
-      let end = data.indexOf(SEPARATOR, position);
+      const from = position;
+      let end = data.indexOf(SEPARATOR, from);
       if (end === -1 || end >= completeEnd) end = completeEnd - 2;
-      const event = data.subarray(position, end);
-      const whole = data.subarray(position, end + 2);
       position = end + 2;
       // Blank lines between events are passed on as they came, as they are when a chunk holds only them.
-      if (event.length === 0) {
-        pieces.push(whole);
+      if (end === from) continue;
+      if (isPlainEvent(data, from, end)) {
+        summary.events++;
+        if (!sawMessageStart) replace(from, from, synthesisedStart());
+        started = true;
         continue;
       }
+      const event = data.subarray(from, end);
       const name = eventName(event);
       if (!started && name === 'error' && options.holdLeadingError()) {
         halted = true;
@@ -371,26 +416,20 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
         return { out: undefined, leadingError: eventData(event) };
       }
       if (!started && (name === ':' || name === 'ping') && options.holdLeadingKeepalive?.()) {
-        modified = true;
+        replace(from, position, null);
         continue;
       }
-      const before = pieces.length;
-      const replacement = handle(event, name, pieces);
+      const replacement = handle(event, name, (piece) => replace(from, from, piece));
       if (name !== ':' && name !== 'ping' && name !== '') started = true;
-      if (pieces.length !== before) modified = true;
-      if (replacement === undefined) pieces.push(whole);
-      else {
-        modified = true;
-        if (replacement !== null) pieces.push(replacement);
-      }
+      if (replacement !== undefined) replace(from, position, replacement);
       if (name === 'error' || summary.truncated) {
         // Nothing after an error event reaches the client, in this chunk or a later one.
         halted = true;
-        if (position < completeEnd) modified = true;
         break;
       }
     }
-    if (!modified) return { out: data.subarray(0, completeEnd) };
+    if (!pieces) return { out: data.subarray(0, position) };
+    if (position > kept) pieces.push(data.subarray(kept, position));
     return { out: pieces.length > 0 ? Buffer.concat(pieces) : undefined };
   }
 

@@ -71,7 +71,9 @@ export function forwardHeaders(
   bodyLength: number | undefined,
 ): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  // Keys, not entries: no array per header on every request (Claude Code sends about twenty).
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
     if (value === undefined || DROPPED_REQUEST_HEADERS.has(name)) continue;
     out[name] = Array.isArray(value) ? value.join(', ') : value;
   }
