@@ -9,6 +9,8 @@ interface SourceFile {
   path: string; // relative to src/, with forward slashes
   imports: string[]; // resolved to src-relative paths for local imports, bare specifiers otherwise
   typeOnlyImports: string[];
+  /** The subset of `imports` loaded by `import()` when the code runs, not when the module loads. */
+  dynamicImports: string[];
 }
 
 async function listTs(dir: string): Promise<string[]> {
@@ -33,17 +35,24 @@ async function readSources(): Promise<SourceFile[]> {
       const text = await readFile(file, 'utf8');
       const imports: string[] = [];
       const typeOnlyImports: string[] = [];
-      const add = (specifier: string, typeOnly: boolean): void => {
+      const dynamicImports: string[] = [];
+      const add = (specifier: string, typeOnly: boolean, dynamic = false): void => {
         const target = specifier.startsWith('.')
           ? relative(SRC, resolve(dirname(file), specifier))
               .replaceAll('\\', '/')
               .replace(/\.js$/, '.ts')
           : specifier;
         (typeOnly ? typeOnlyImports : imports).push(target);
+        if (dynamic) dynamicImports.push(target);
       };
       for (const match of text.matchAll(IMPORT)) add(match[3] ?? '', match[2] !== undefined);
-      for (const match of text.matchAll(DYNAMIC_IMPORT)) add(match[1] ?? '', false);
-      return { path: relative(SRC, file).replaceAll('\\', '/'), imports, typeOnlyImports };
+      for (const match of text.matchAll(DYNAMIC_IMPORT)) add(match[1] ?? '', false, true);
+      return {
+        path: relative(SRC, file).replaceAll('\\', '/'),
+        imports,
+        typeOnlyImports,
+        dynamicImports,
+      };
     }),
   );
 }
@@ -169,6 +178,31 @@ describe('architecture', () => {
       expect(heavy).toEqual([]);
     },
   );
+
+  it('loads no registry, job runner or dashboard before serve answers the MCP handshake', async () => {
+    // What `localagents serve` loads before it can answer `initialize` is everything main.ts imports statically;
+    // the rest comes in by import() while the client initializes (bench/serve-initialize: ~280 ms; a static
+    // import of the registry through the dashboard once made it ~370 ms).
+    const sources = new Map((await readSources()).map((file) => [file.path, file]));
+    const loaded = new Set<string>();
+    const visit = (path: string): void => {
+      if (loaded.has(path)) return;
+      loaded.add(path);
+      const file = sources.get(path);
+      for (const target of file?.imports ?? []) {
+        if (target.endsWith('.ts') && !file?.dynamicImports.includes(target)) visit(target);
+      }
+    };
+    visit('cli/main.ts');
+    visit('cli/serve.ts');
+    expect(loaded.has('cli/serve.ts')).toBe(true);
+    // The app (the config's YAML and zod, the runner, the Agent SDK) and the dashboard come later.
+    const later = ['app.ts', 'registry/registry.ts', 'registry/config.ts', 'jobs/runner.ts'];
+    const heavy = [...loaded].filter(
+      (path) => later.includes(path) || path.startsWith('dashboard/'),
+    );
+    expect(heavy).toEqual([]);
+  });
 
   it('exports by name from the defining module only, and declares classes only for errors', async () => {
     const violations: string[] = [];

@@ -12,7 +12,6 @@ import { createMcpServer, lateDeps } from '../mcp/server.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
 import { isLoopbackHost } from '../loopback.js';
 import { authorize, loadOrCreateToken } from './http-auth.js';
-import { openDashboard } from './dashboard.js';
 import { APP_OPTIONS, openApp } from './open-app.js';
 
 /**
@@ -289,7 +288,12 @@ async function startDashboardBeside(
   context: CommandContext,
   port: number,
 ): Promise<Dashboard | undefined> {
-  const { store, registry } = await app;
+  // Imported here, not at the top: the dashboard's module pulls in the registry, and serve answers the MCP
+  // handshake before any of that loads.
+  const [{ store, registry }, { openDashboard }] = await Promise.all([
+    app,
+    import('./dashboard.js'),
+  ]);
   const diagnostics = createDiagnostics({ write: (line) => context.stderr.write(line) });
   try {
     const dashboard = await openDashboard(context, { store, registry, diagnostics }, port);

@@ -4,7 +4,9 @@
  * else one. Cuts fall between grapheme clusters, so an accent or a joined emoji is never split.
  */
 
-const SEGMENTER = new Intl.Segmenter('en', { granularity: 'grapheme' });
+// Made on first use: a Segmenter loads ICU's break data (tens of ms), which every command would otherwise pay at
+// start, `serve` before its MCP handshake included; ASCII text never needs one.
+let segmenter: Intl.Segmenter | undefined;
 // CSI sequences (colours, erase, cursor moves) and OSC sequences ending in BEL or ST.
 // eslint-disable-next-line no-control-regex -- escape sequences are control characters
 const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)/g;
@@ -50,7 +52,8 @@ function graphemeWidth(grapheme: string): number {
 }
 
 function graphemes(text: string): string[] {
-  return Array.from(SEGMENTER.segment(text), (part) => part.segment);
+  segmenter ??= new Intl.Segmenter('en', { granularity: 'grapheme' });
+  return Array.from(segmenter.segment(text), (part) => part.segment);
 }
 
 /** Columns `text` takes on a terminal (escape sequences excluded). */
