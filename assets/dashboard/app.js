@@ -3,17 +3,9 @@
 // records is only ever set with textContent.
 'use strict';
 
-/** @typedef {{ id: string, status: string, task: string, model: string|null, endpoint: string|null, turns: number, max_turns: number, tool_calls: number, created_at: string, started_at: string|null, finished_at: string|null, duration_ms: number|null, queue: {position: number, reason: string}|null, last_activity: {at: string, text: string}|null, last_tool: string|null, error: {kind: string, message: string}|null, [key: string]: unknown }} JobView */
+/** @typedef {{ id: string, status: string, finished: boolean, task: string, model: string|null, endpoint: string|null, turns: number, max_turns: number, tool_calls: number, created_at: string, started_at: string|null, finished_at: string|null, duration_ms: number|null, queue: {position: number, reason: string}|null, last_activity: {at: string, text: string}|null, last_tool: string|null, error: {kind: string, message: string}|null, [key: string]: unknown }} JobView */
 
 const TRANSCRIPT_LINES = 2000;
-const TERMINAL = new Set([
-  'succeeded',
-  'failed',
-  'timeout',
-  'cancelled',
-  'interrupted',
-  'failed_verification',
-]);
 
 /** @type {Map<string, JobView>} */
 const jobs = new Map();
@@ -56,7 +48,7 @@ function duration(/** @type {number} */ ms) {
 }
 
 function elapsed(/** @type {JobView} */ job) {
-  if (job.duration_ms !== null && TERMINAL.has(job.status)) return duration(job.duration_ms);
+  if (job.duration_ms !== null && job.finished) return duration(job.duration_ms);
   const from = Date.parse(job.started_at ?? job.created_at);
   const to = job.finished_at ? Date.parse(job.finished_at) : now();
   return duration(to - from);
@@ -114,7 +106,7 @@ function tickElapsed() {
   for (const row of document.querySelectorAll('#jobs tbody tr')) {
     const job = jobs.get(/** @type {HTMLElement} */ (row).dataset.jobId ?? '');
     const cell = row.querySelector('.elapsed');
-    if (job && cell && !TERMINAL.has(job.status)) cell.textContent = elapsed(job);
+    if (job && cell && !job.finished) cell.textContent = elapsed(job);
   }
 }
 

@@ -22,6 +22,7 @@ describe('jobView', () => {
     expect(view.task).toBe('Fix the failing test');
     expect(view.model).toBe('qwen');
     expect(view.orphaned).toBe(false);
+    expect(view.finished).toBe(false);
     expect(view.figures).toBeNull();
   });
 
@@ -66,6 +67,7 @@ describe('jobView', () => {
       },
     };
     const view = jobView(finished, dead);
+    expect(view.finished).toBe(true);
     expect(view.model).toBe('qwen3-coder');
     expect(view.worktree).toEqual({ branch: 'local-agent/20261201-100000-abcd', state: 'kept' });
     expect(view.diffstat?.files_changed).toBe(DIFFSTAT_FILES + 5);

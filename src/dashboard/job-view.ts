@@ -1,4 +1,4 @@
-import type { JobRecord } from '../jobs/job.js';
+import { isTerminalStatus, type JobRecord } from '../jobs/job.js';
 
 /**
  * What the dashboard shows of one job: the record's fields a page needs, named for the page, and nothing
@@ -7,6 +7,8 @@ import type { JobRecord } from '../jobs/job.js';
 export interface JobView {
   id: string;
   status: JobRecord['status'];
+  /** The status is final (the page stops its elapsed clock): decided here, so the page keeps no status list. */
+  finished: boolean;
   /** The brief's first line, at most TASK_CHARS characters (the whole brief is in task.txt). */
   task: string;
   agent: string | null;
@@ -66,13 +68,14 @@ function firstLine(text: string): string {
 
 /** `ownerAlive` is asked only for a job that is not finished: a finished record's owner does not matter. */
 export function jobView(record: JobRecord, ownerAlive: (pid: number) => boolean): JobView {
-  const live = record.status === 'queued' || record.status === 'running';
+  const live = !isTerminalStatus(record.status);
   const worktree = record.worktree;
   const diffstat = worktree?.diffstat;
   const backend = record.backend;
   return {
     id: record.id,
     status: record.status,
+    finished: isTerminalStatus(record.status),
     task: firstLine(record.task),
     agent: record.agent,
     model: record.served_model ?? record.requested_model,

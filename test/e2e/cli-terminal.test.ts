@@ -16,7 +16,7 @@ import { git, gitRepo } from '../support/git-repo.js';
 import { emulatorConfig } from '../support/mcp-client.js';
 import { CLI_MAIN as MAIN, runCliProcess as cli } from '../support/cli.js';
 import { tempDir } from '../support/temp-dir.js';
-import { startPane, tmuxAvailable } from '../support/tmux.js';
+import { startPane, tmuxAvailable, type Pane } from '../support/tmux.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -78,6 +78,30 @@ async function setup() {
 // CI installs tmux (.ci/run): there a missing tmux fails these tests instead of skipping them.
 const skipTerminal = !tmuxAvailable() && !process.env.CI;
 if (skipTerminal) process.stderr.write('terminal tests skipped: no tmux (apt-get install tmux)\n');
+
+/**
+ * A detached job whose first model request the emulator holds (running, not done), and `log -f` of it in an
+ * 80-column pane, once it has printed the transcript so far.
+ */
+async function followHeldJob(
+  { env, cwd }: { env: Record<string, string>; cwd: string },
+  jobCwd: string,
+): Promise<{ id: string; pane: Pane }> {
+  emulator.injectFaults([{ kind: 'hold' }]);
+  const detached = await cli(['run', 'Write the file.', '--cwd', jobCwd, '--detach'], { env, cwd });
+  expect(detached.code).toBe(0);
+  const id = detached.stdout.trim();
+  await waitFor(() => emulator.heldRequests() > 0, {
+    timeoutMs: 60_000,
+    what: 'the job’s first request',
+  });
+  const pane = await startPane({ command: command(['log', id, '-f']), columns: 80, cwd, env });
+  await pane.waitForScreen(
+    (rows) => rows.some((row) => row.startsWith(`=== job ${id} start`)),
+    'log -f to print the transcript so far',
+  );
+  return { id, pane };
+}
 
 describe.skipIf(skipTerminal)('localagents in a terminal (tmux)', () => {
   it.each([80, 200])(
@@ -198,20 +222,7 @@ describe.skipIf(skipTerminal)('localagents in a terminal (tmux)', () => {
   it('log -f shows a transcript line written after it started, and exits when the job ends', async () => {
     const { env, cwd, stateDir } = await setup();
     const repo = await gitRepo();
-    // The job's first model request waits until the test lets it go: the job is running, not done.
-    emulator.injectFaults([{ kind: 'hold' }]);
-    const detached = await cli(['run', 'Write the file.', '--cwd', repo, '--detach'], { env, cwd });
-    expect(detached.code).toBe(0);
-    const id = detached.stdout.trim();
-    await waitFor(() => emulator.heldRequests() > 0, {
-      timeoutMs: 60_000,
-      what: 'the job’s first request',
-    });
-    const pane = await startPane({ command: command(['log', id, '-f']), columns: 80, cwd, env });
-    await pane.waitForScreen(
-      (rows) => rows.some((row) => row.startsWith(`=== job ${id} start`)),
-      'log -f to print the transcript so far',
-    );
+    const { id, pane } = await followHeldJob({ env, cwd }, repo);
     const transcript = join(stateDir, 'jobs', id, 'transcript.txt');
     const before = await readFile(transcript, 'utf8');
     expect(before).not.toContain('tool Write(');
@@ -228,18 +239,7 @@ describe.skipIf(skipTerminal)('localagents in a terminal (tmux)', () => {
 
   it('log -f stops on Ctrl-C while the job still runs', async () => {
     const { env, cwd } = await setup();
-    emulator.injectFaults([{ kind: 'hold' }]);
-    const detached = await cli(['run', 'Write the file.', '--cwd', cwd, '--detach'], { env, cwd });
-    const id = detached.stdout.trim();
-    await waitFor(() => emulator.heldRequests() > 0, {
-      timeoutMs: 60_000,
-      what: 'the job’s first request',
-    });
-    const pane = await startPane({ command: command(['log', id, '-f']), columns: 80, cwd, env });
-    await pane.waitForScreen(
-      (rows) => rows.some((row) => row.startsWith(`=== job ${id} start`)),
-      'log -f to print the transcript so far',
-    );
+    const { id, pane } = await followHeldJob({ env, cwd }, cwd);
     await pane.keys('C-c');
     expect(await pane.exited()).toBe(0);
     expect((await pane.screen({ history: true })).join('\n')).not.toContain('=== done');
