@@ -72,6 +72,7 @@ const LEAVES = [
   'redact.ts',
   'shell-quote.ts',
   'loopback.ts',
+  'coalesce.ts',
 ];
 
 /** Which top-level areas of src/ each area may import (besides itself, the leaves and node: built-ins). */

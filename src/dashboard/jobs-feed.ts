@@ -5,7 +5,7 @@ import { isTerminalStatus } from '../jobs/job.js';
 import { isProcessAlive } from '../jobs/process.js';
 import { JOB_FILES, type JobStore } from '../jobs/store.js';
 import { mkdirPrivate } from '../private-fs.js';
-import { coalesce } from './coalesce.js';
+import { coalesce } from '../coalesce.js';
 import { followLines, type LineFollower } from './line-follower.js';
 import { jobView, type JobView } from './job-view.js';
 import { requestPoint, type RequestPoint } from './request-point.js';

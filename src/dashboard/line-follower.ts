@@ -1,5 +1,5 @@
 import { open } from 'node:fs/promises';
-import { coalesce } from './coalesce.js';
+import { coalesce } from '../coalesce.js';
 
 /** At most this much of the end of a file is read when following starts from its tail. */
 const TAIL_BYTES = 256 * 1024;

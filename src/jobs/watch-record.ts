@@ -1,4 +1,5 @@
 import { watch, type FSWatcher } from 'node:fs';
+import { coalesce } from '../coalesce.js';
 import { isTerminalStatus, type JobRecord } from './job.js';
 import { isProcessAlive } from './process.js';
 import type { JobStore } from './store.js';
@@ -26,29 +27,15 @@ export async function waitForRecordElsewhere(
       timer = setTimeout(resolve, timeoutMs);
       // One read at a time; a change that lands during a read is read again right after it, so the
       // last write (the terminal record) is never lost between two events.
-      let reading = false;
-      let again = false;
-      const reread = (): void => {
-        if (reading) {
-          again = true;
-          return;
-        }
-        reading = true;
-        again = false;
-        store
-          .read(id)
-          .then((current) => {
-            if (current.last_activity?.at !== record.last_activity?.at) onProgress?.(current);
-            record = current;
-            if (settled(current)) resolve();
-          })
-          // A read racing the rename sees no file for an instant; the next event reads again.
-          .catch(() => undefined)
-          .finally(() => {
-            reading = false;
-            if (again) reread();
-          });
-      };
+      const reads = coalesce(async () => {
+        // A read racing the rename sees no file for an instant; the next event reads again.
+        const current = await store.read(id).catch(() => undefined);
+        if (!current) return;
+        if (current.last_activity?.at !== record.last_activity?.at) onProgress?.(current);
+        record = current;
+        if (settled(current)) resolve();
+      });
+      const reread = (): void => reads.trigger();
       try {
         watcher = watch(store.jobDir(id), reread);
         watcher.on('error', () => resolve());
