@@ -71,7 +71,7 @@ const LEAVES = [
   'private-fs.ts',
   'redact.ts',
   'shell-quote.ts',
-  'loopback.ts',
+  'local-door.ts',
   'coalesce.ts',
 ];
 

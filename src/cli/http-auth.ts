@@ -1,9 +1,9 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dirname } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
-import { isLoopbackHost } from '../loopback.js';
+import { isLoopbackHost, sameSecret } from '../local-door.js';
 import { mkdirPrivate, writeFileAtomic } from '../private-fs.js';
 
 /**
@@ -45,12 +45,6 @@ export async function loadOrCreateToken(
   await mkdirPrivate(dirname(file));
   await writeFileAtomic(file, `${token}\n`);
   return { token, created: true };
-}
-
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function refuse(res: ServerResponse, status: number, message: string, fix: string): void {

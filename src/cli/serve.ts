@@ -10,7 +10,7 @@ import { shellQuote } from '../shell-quote.js';
 import { DELEGATE_MARKER } from '../jobs/session-env.js';
 import { createMcpServer, lateDeps } from '../mcp/server.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
-import { isLoopbackHost } from '../loopback.js';
+import { isLoopbackHost } from '../local-door.js';
 import { authorize, loadOrCreateToken } from './http-auth.js';
 import { APP_OPTIONS, openApp } from './open-app.js';
 

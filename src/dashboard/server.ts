@@ -1,11 +1,11 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Diagnostics } from '../diagnostics.js';
 import { LocalAgentsError } from '../errors.js';
 import { isJobId } from '../jobs/ids.js';
 import type { JobStore } from '../jobs/store.js';
-import { isLoopbackHost } from '../loopback.js';
+import { isLoopbackHost, sameSecret } from '../local-door.js';
 import type { Registry } from '../registry/registry.js';
 import { frame } from '../shim/sse-frames.js';
 import { packageVersion } from '../version.js';
@@ -43,12 +43,6 @@ const PAGE_HEADERS = {
   'x-content-type-options': 'nosniff',
   'cache-control': 'no-store',
 };
-
-function sameToken(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
 
 /** The Host header's name without its port: only loopback names reach the page (DNS rebinding). */
 function hostName(req: IncomingMessage): string {
@@ -174,7 +168,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const parts = path.split('/');
     // ['', 'd', TOKEN, ...rest]
-    if (parts[1] !== 'd' || !sameToken(parts[2] ?? '', token)) return notFound(res);
+    if (parts[1] !== 'd' || !sameSecret(parts[2] ?? '', token)) return notFound(res);
     const rest = parts.slice(3);
     if (rest.length === 0) {
       res.writeHead(308, { ...PAGE_HEADERS, location: `/d/${token}/` });
