@@ -5,7 +5,7 @@ import type { App } from '../app.js';
 import { LocalAgentsError } from '../errors.js';
 import type { JobRecord } from '../jobs/job.js';
 import { spawnDetached } from '../jobs/process.js';
-import { gitOutput } from '../jobs/git.js';
+import { verifyRef } from '../jobs/git.js';
 import { findRepo } from '../jobs/worktree.js';
 import { isPermissionMode, PERMISSION_MODES } from '../kinds.js';
 import { integerFlag, parseCommandArgs, type CommandContext, type CommandRun } from './context.js';
@@ -114,16 +114,7 @@ async function checkWhere(
     );
   const baseRef = values['base-ref'];
   if (baseRef === undefined || baseRef === 'working-tree') return;
-  const isCommit = await gitOutput(repo.root, [
-    'rev-parse',
-    '--verify',
-    '--quiet',
-    `${baseRef}^{commit}`,
-  ]).then(
-    () => true,
-    () => false,
-  );
-  if (!isCommit)
+  if ((await verifyRef(repo.root, `${baseRef}^{commit}`)) === undefined)
     throw new LocalAgentsError(
       'BAD_ARGUMENT',
       `localagents run: --base-ref "${baseRef}" is not a commit in ${repo.root}`,

@@ -64,6 +64,17 @@ export function runGit(cwd: string, args: string[], options: GitOptions = {}): P
   });
 }
 
+/**
+ * The object `ref` names in the repository at `cwd` (`git rev-parse --verify --quiet`), or undefined when it names
+ * none: exit 1, or 128 for what git cannot read as a ref at all.
+ */
+export async function verifyRef(cwd: string, ref: string): Promise<string | undefined> {
+  const result = await runGit(cwd, ['rev-parse', '--verify', '--quiet', ref], {
+    okCodes: [1, 128],
+  });
+  return result.code === 0 ? result.stdout.trim() : undefined;
+}
+
 /** stdout of a git command, trailing newline removed. */
 export async function gitOutput(
   cwd: string,

@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { LocalAgentsError } from '../errors.js';
 import { shellQuote } from '../shell-quote.js';
-import { gitOutput, isOutputTooLarge, runGit } from './git.js';
+import { gitOutput, isOutputTooLarge, runGit, verifyRef } from './git.js';
 import type { Diffstat, WorktreeInfo } from './job.js';
 import { snapshotWorkingTree, WORKING_TREE } from './working-tree.js';
 
@@ -59,40 +59,31 @@ export async function createWorktree(
   const fromWorkingTree = baseRef === WORKING_TREE;
   const startRef = fromWorkingTree ? 'HEAD' : baseRef;
   const baseCommit =
-    input.reuse?.baseCommit ??
-    (await gitOutput(repo.root, ['rev-parse', '--verify', '--quiet', `${startRef}^{commit}`]).catch(
-      (error: unknown) => {
-        // HEAD that is not a commit: a repository with no commit yet (git init, nothing committed). The
-        // caller may not have named a base at all, so the fix is about the repository, not base_ref.
-        if (startRef === 'HEAD')
-          throw new LocalAgentsError(
-            'BAD_ARGUMENT',
-            `isolation "worktree" starts from a commit, and the repository ${repo.root} has none yet`,
-            {
-              hint: 'commit once (git add -A && git commit -m "initial"), or run the job without worktree isolation',
-              cause: error,
-            },
-          );
-        throw new LocalAgentsError(
-          'BAD_ARGUMENT',
-          `base_ref "${baseRef}" is not a commit in ${repo.root}`,
-          {
-            hint: 'pass a branch, tag or commit that exists, or leave base_ref out for HEAD',
-            cause: error,
-          },
-        );
+    input.reuse?.baseCommit ?? (await verifyRef(repo.root, `${startRef}^{commit}`));
+  // HEAD that is not a commit: a repository with no commit yet (git init, nothing committed). The caller may not
+  // have named a base at all, so the fix is about the repository, not base_ref.
+  if (baseCommit === undefined && startRef === 'HEAD')
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      `isolation "worktree" starts from a commit, and the repository ${repo.root} has none yet`,
+      {
+        hint: 'commit once (git add -A && git commit -m "initial"), or run the job without worktree isolation',
       },
-    ));
+    );
+  if (baseCommit === undefined)
+    throw new LocalAgentsError(
+      'BAD_ARGUMENT',
+      `base_ref "${baseRef}" is not a commit in ${repo.root}`,
+      {
+        hint: 'pass a branch, tag or commit that exists, or leave base_ref out for HEAD',
+      },
+    );
   const baseBranch = await branchOf(repo.root, startRef);
   const path =
     input.reuse?.path ?? join(input.stateDir, 'worktrees', safeRepoName(repo.root), input.jobId);
   const branch = input.reuse?.branch ?? branchName(input.jobId);
   const branchExists = input.reuse
-    ? (
-        await runGit(repo.root, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], {
-          okCodes: [1],
-        })
-      ).code === 0
+    ? (await verifyRef(repo.root, `refs/heads/${branch}`)) !== undefined
     : false;
   const args = branchExists
     ? ['worktree', 'add', path, branch]
@@ -125,10 +116,7 @@ async function branchOf(root: string, baseRef: string): Promise<string | undefin
     const head = await runGit(root, ['symbolic-ref', '--short', '-q', 'HEAD'], { okCodes: [1] });
     return head.code === 0 ? head.stdout.trim() : undefined;
   }
-  const named = await runGit(root, ['rev-parse', '--verify', '--quiet', `refs/heads/${baseRef}`], {
-    okCodes: [1],
-  });
-  return named.code === 0 ? baseRef : undefined;
+  return (await verifyRef(root, `refs/heads/${baseRef}`)) === undefined ? undefined : baseRef;
 }
 
 async function untrackedFiles(path: string): Promise<string[]> {
