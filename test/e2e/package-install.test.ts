@@ -104,6 +104,23 @@ function unexpectedInTarball(entries: string[]): string[] {
   );
 }
 
+/**
+ * A bash script: `server` in the background, its first stdout line (a URL) read from `file` into $url, then
+ * `body`, which sets $code on a failure; the server is stopped and the script exits with $code.
+ */
+function besideServer(server: string, file: string, body: string[]): string {
+  return [
+    `${server} > ${file} &`,
+    'pid=$!',
+    `until [ -s ${file} ]; do sleep 0.05; done`,
+    `url=$(head -1 ${file})`,
+    'code=0',
+    ...body,
+    'kill "$pid"',
+    'exit "$code"',
+  ].join('\n');
+}
+
 describe('installed like a real package', () => {
   it('runs the README install lines in a copy, then --version, --help and demo from the global prefix', async () => {
     const work = await tempDir({}, 'localagents-pack-');
@@ -212,15 +229,9 @@ describe('installed like a real package', () => {
 
       // doctor from the installed copy finds the request it replays, against a server the installed copy emulates.
       const doctor = await bash(
-        [
-          'localagents emulate --port 0 > emu.url &',
-          'pid=$!',
-          'until [ -s emu.url ]; do sleep 0.05; done',
-          'code=0',
-          'localagents doctor --base-url "$(head -1 emu.url)" --json || code=$?',
-          'kill "$pid"',
-          'exit "$code"',
-        ].join('\n'),
+        besideServer('localagents emulate --port 0', 'emu.url', [
+          'localagents doctor --base-url "$url" --json || code=$?',
+        ]),
         { cwd: work, env, timeoutMs: 60_000 },
       );
       expect(doctor.code, show(doctor)).toBe(0);
@@ -228,18 +239,11 @@ describe('installed like a real package', () => {
 
       // The dashboard from the installed copy serves its page and uPlot from the package's own dependencies.
       const page = await bash(
-        [
-          'localagents dashboard > dash.url &',
-          'pid=$!',
-          'until [ -s dash.url ]; do sleep 0.05; done',
-          'url=$(head -1 dash.url)',
-          'code=0',
+        besideServer('localagents dashboard', 'dash.url', [
           'for file in "" app.js style.css uplot.js uplot.css; do',
           '  printf "%s %s\\n" "$(node -e "fetch(process.argv[1]).then(r => console.log(r.status))" "$url$file")" "$file" || code=1',
           'done',
-          'kill "$pid"',
-          'exit "$code"',
-        ].join('\n'),
+        ]),
         { cwd: work, env, timeoutMs: 60_000 },
       );
       expect(page.code, show(page)).toBe(0);
