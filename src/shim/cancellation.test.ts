@@ -3,7 +3,8 @@ import { createCancellation } from './upstream.js';
 
 describe('createCancellation', () => {
   it('runs each subscribed stop once, and a late subscriber at once', () => {
-    const { cancellation, cancel } = createCancellation();
+    const cancellation = createCancellation();
+    const cancel = (): void => cancellation.cancel();
     const calls: string[] = [];
     cancellation.onCancel(() => calls.push('first'));
     const unsubscribe = cancellation.onCancel(() => calls.push('unsubscribed'));

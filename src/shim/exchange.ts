@@ -17,7 +17,10 @@ export interface Exchange {
   cancellation: Cancellation;
   /** Cancels the backend requests, and drops the client's connection if its answer is unfinished. */
   abandon: () => void;
+  /** performance.now() when the request arrived. */
   startedAt: number;
+  /** Date.now() then: `line.ts` is formatted from it off the hot path. */
+  startedWall: number;
   line: RequestLogLine;
   /** Bookkeeping deferred off the hot path, run at the latest just before the line is written. */
   beforeLog: Array<() => void>;
@@ -31,25 +34,25 @@ export function createExchange(
   res: ServerResponse,
   path: string,
 ): Exchange {
-  const { cancellation, cancel } = createCancellation();
-  const abandon = (): void => {
-    cancel();
-    if (!res.writableEnded) res.destroy();
-  };
-  route.open.add(abandon);
+  const cancellation = createCancellation();
   const exchange: Exchange = {
     route,
     req,
     res,
     path,
     cancellation,
-    abandon,
+    abandon: () => {
+      cancellation.cancel();
+      if (!res.writableEnded) res.destroy();
+    },
     startedAt: performance.now(),
+    startedWall: Date.now(),
     beforeLog: [],
     request: () => undefined,
     line: {
       kind: 'request',
-      ts: new Date().toISOString(),
+      // Formatted when first needed (requestTime): a Date and its ISO string are not worth making on the way in.
+      ts: '',
       seq: ++route.seq,
       method: req.method ?? 'GET',
       path,
@@ -75,15 +78,22 @@ export function createExchange(
       aborted: false,
     },
   };
-  res.once('close', () => {
-    route.open.delete(abandon);
+  route.open.add(exchange);
+  res.on('close', () => {
+    route.open.delete(exchange);
     // The client went away (or the route closed) before the answer was complete: stop the backend's generation.
     if (!res.writableFinished) {
       exchange.line.aborted = true;
-      cancel();
+      cancellation.cancel();
     }
   });
   return exchange;
+}
+
+/** The request's arrival as requests.jsonl writes it (`ts`). */
+export function requestTime(exchange: Exchange): string {
+  if (exchange.line.ts === '') exchange.line.ts = new Date(exchange.startedWall).toISOString();
+  return exchange.line.ts;
 }
 
 function headerValue(value: string | string[] | undefined): string | null {
@@ -137,6 +147,7 @@ export function sendJson(
 /** Writes the log line and counts the request, once, after the response is done or abandoned. */
 export function finishExchange(exchange: Exchange): void {
   const { line, route } = exchange;
+  requestTime(exchange);
   for (const task of exchange.beforeLog.splice(0)) task();
   line.ms = elapsed(exchange);
   if (line.status === 0) line.status = exchange.res.headersSent ? exchange.res.statusCode : 499;

@@ -24,6 +24,7 @@ const BIG_CHUNK = 16 * 1024;
 const HEAD_BYTES = 512;
 /** Bytes kept from one window to the next so a key split across chunks is still seen. */
 const OVERLAP = 64;
+const EMPTY = Buffer.alloc(0);
 
 function isSpace(byte: number | undefined): boolean {
   return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
@@ -92,9 +93,9 @@ export function createFastPathScanner(
   room: number | undefined,
 ): FastPathScanner {
   let verdict: 'clean' | 'rewrite' = 'clean';
-  let head: Buffer | undefined = Buffer.alloc(0);
-  let carry: Buffer = Buffer.alloc(0);
-  let last: Buffer = Buffer.alloc(0);
+  let head: Buffer | undefined = EMPTY;
+  let carry: Buffer = EMPTY;
+  let last: Buffer = EMPTY;
 
   function checksOf(window: Buffer): Array<Check | undefined> {
     return [checkRoles(window), room === undefined ? undefined : checkMaxTokens(window, room)];

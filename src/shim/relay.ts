@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { classifyBackendError, type BackendError } from './backend-errors.js';
-import { sendJson, type Exchange } from './exchange.js';
+import { requestTime, sendJson, type Exchange } from './exchange.js';
 import { redactHeaders, toPrefixLog } from './log.js';
 import { relayJson } from './json-relay.js';
 import {
@@ -10,7 +10,7 @@ import {
   type NormalizeResult,
 } from './normalize.js';
 import { retryDecision } from './retry.js';
-import { relayStream } from './stream-relay.js';
+import { prepareStreamRelay } from './stream-relay.js';
 import { promptTooLong } from './errors.js';
 import { classifyRequest } from './prefix-stability.js';
 import { sendClientError, translateAndSend } from './translate.js';
@@ -20,8 +20,8 @@ import {
   describeConnectError,
   forwardHeaders,
   readBody,
-  requestUpstream,
   sendOn,
+  sendUpstream,
   type OpenedRequest,
 } from './upstream.js';
 
@@ -30,7 +30,8 @@ const MAX_ERROR_BYTES = 1024 * 1024;
 /** Handles one request on a route: local answers, `/v1/messages`, `count_tokens`, and everything else passed on. */
 export async function handleExchange(exchange: Exchange): Promise<void> {
   const { req, path } = exchange;
-  const pathname = path.split('?')[0] ?? path;
+  const queryAt = path.indexOf('?');
+  const pathname = queryAt === -1 ? path : path.slice(0, queryAt);
   // Claude Code's startup probe (contract §2.1): answered here, the backend has nothing to say about it.
   if (pathname === '/api/hello') {
     sendJson(exchange, 200, '{}');
@@ -66,7 +67,7 @@ export async function handleExchange(exchange: Exchange): Promise<void> {
     if (exchange.route.config.dumpFullRequests)
       exchange.route.log?.appendFull({
         kind: 'request_body',
-        ts: exchange.line.ts,
+        ts: requestTime(exchange),
         seq: exchange.line.seq,
         path,
         headers: redactHeaders(req.headers),
@@ -126,19 +127,19 @@ type Attempt =
   | { kind: 'gone' };
 
 /**
- * The backend's answer head. `opened`, when given, was opened as the client's request arrived: either already
- * sent whole (its body streamed as it came) or still empty, and then `body` goes out on it.
+ * The request to the backend, sent. `opened`, when given, was opened as the client's request arrived: either
+ * already sent whole (its body streamed as it came) or still empty, and then `body` goes out on it.
  */
-function backendAnswer(
+function backendRequest(
   exchange: Exchange,
   method: string,
   body: Buffer | undefined,
   opened: OpenedRequest | undefined,
-): Promise<IncomingMessage> {
-  if (opened?.outgoing.writableEnded) return opened.response;
+): OpenedRequest {
+  if (opened?.outgoing.writableEnded) return opened;
   if (opened && body) return sendOn(opened, body);
   const { route, req } = exchange;
-  return requestUpstream(route.upstream, {
+  return sendUpstream(route.upstream, {
     method,
     path: exchange.path,
     headers: forwardHeaders(req.headers, route.upstream, body?.length),
@@ -147,17 +148,33 @@ function backendAnswer(
   });
 }
 
+/**
+ * Sends the request and reads the answer's head. `onStream` is handed a 200 event stream the moment its head
+ * arrives, ahead of the promise (see OpenedRequest.onHead); the attempt still resolves as `answer`.
+ */
 async function attempt(
   exchange: Exchange,
   method: string,
   body: Buffer | undefined,
   opened?: OpenedRequest,
+  onStream?: (upstream: IncomingMessage) => void,
 ): Promise<Attempt> {
   const { route } = exchange;
   exchange.line.bytes_upstream = body?.length ?? 0;
   let upstream: IncomingMessage;
+  let noted = false;
+  let failedAtHead: Error | undefined;
   try {
-    upstream = await backendAnswer(exchange, method, body, opened);
+    const request = backendRequest(exchange, method, body, opened);
+    request.onHead = (answer) => {
+      noted = true;
+      try {
+        if (headSaysAnswer(exchange, answer) && isEventStream(answer)) onStream?.(answer);
+      } catch (error) {
+        failedAtHead = error instanceof Error ? error : new Error(String(error));
+      }
+    };
+    upstream = await request.response;
   } catch (error) {
     if (exchange.cancellation.cancelled) return { kind: 'gone' };
     // Not a socket reset: Claude Code retries a 502 like any 5xx (contract §3.1).
@@ -169,12 +186,12 @@ async function attempt(
     sendClientError(exchange, { status: 502, type: 'api_error', message }, String(error));
     return { kind: 'gone' };
   }
+  // A bug in what the head was handed to: the request fails like any other handler error.
+  if (failedAtHead !== undefined) throw failedAtHead;
+  // The head arrived before the hook was set (a request opened early): noted now, handed over by the caller.
+  if (!noted) headSaysAnswer(exchange, upstream);
   const status = upstream.statusCode ?? 502;
-  exchange.line.upstream_status = status;
-  if (status < 400) {
-    route.config.watch?.({ kind: 'answered' });
-    return { kind: 'answer', upstream };
-  }
+  if (status < 400) return { kind: 'answer', upstream };
   let text: string;
   try {
     text = (await readBody(upstream, MAX_ERROR_BYTES)).toString('utf8');
@@ -184,6 +201,19 @@ async function attempt(
     text = `backend answered ${status} and then closed the connection: ${String(error)}`;
   }
   return { kind: 'error', error: classifyBackendError(status, text), text };
+}
+
+/** Notes the answer's status; true for an answer to relay (below 400), which also tells the route's watcher. */
+function headSaysAnswer(exchange: Exchange, upstream: IncomingMessage): boolean {
+  const status = upstream.statusCode ?? 502;
+  exchange.line.upstream_status = status;
+  if (status >= 400) return false;
+  exchange.route.config.watch?.({ kind: 'answered' });
+  return true;
+}
+
+function isEventStream(upstream: IncomingMessage): boolean {
+  return (upstream.headers['content-type'] ?? '').includes('text/event-stream');
 }
 
 /**
@@ -231,13 +261,23 @@ async function relayMessages(
   const check = guardPrompt(exchange, body);
   if (check === 'refused') return opened?.abandon();
   for (let retried = false; ; retried = true) {
-    const result = await attempt(exchange, 'POST', body, retried ? undefined : opened);
+    // Ready before the backend answers: its head is handed over the moment it arrives.
+    const stream = prepareStreamRelay(exchange, check, body.length);
+    let streaming: Promise<void> | undefined;
+    let result: Attempt;
+    try {
+      result = await attempt(exchange, 'POST', body, retried ? undefined : opened, (upstream) => {
+        streaming = stream.attach(upstream);
+      });
+      // Not handed over at its head (see attempt): relayed from here, a few turns of the event loop later.
+      if (result.kind === 'answer' && streaming === undefined && isEventStream(result.upstream))
+        streaming = stream.attach(result.upstream);
+    } finally {
+      if (streaming === undefined) stream.discard();
+    }
     if (result.kind === 'gone') return;
     if (result.kind === 'answer') {
-      const type = result.upstream.headers['content-type'] ?? '';
-      await (type.includes('text/event-stream')
-        ? relayStream(exchange, result.upstream, check)
-        : relayJson(exchange, result.upstream, check));
+      await (streaming ?? relayJson(exchange, result.upstream, check));
       return;
     }
     const forwarded =

@@ -86,8 +86,8 @@ export interface RouteRuntime {
   diagnostics: Diagnostics;
   /** Told about every backend error the route translated (ShimOptions.onBackendError). */
   onBackendError: (error: BackendError) => void;
-  /** Abandons each exchange still open (its backend request, its client's response): called when the route closes. */
-  open: Set<() => void>;
+  /** Exchanges whose client is still connected: each is abandoned (backend request, client response) on close. */
+  open: Set<{ abandon(): void }>;
   inflight: Set<Promise<void>>;
   seq: number;
 }

@@ -4,7 +4,8 @@ import { silentDiagnostics, type Diagnostics } from '../diagnostics.js';
 import { LocalAgentsError } from '../errors.js';
 import type { BackendError } from './backend-errors.js';
 import { anthropicErrorJson } from './errors.js';
-import { createExchange, finishExchange } from './exchange.js';
+import { createBookkeeping } from './bookkeeping.js';
+import { createExchange, finishExchange, type Exchange } from './exchange.js';
 import { createRequestLog } from './log.js';
 import { createPrefixTracker } from './prefix-stability.js';
 import { handleExchange } from './relay.js';
@@ -48,7 +49,7 @@ export interface ShimOptions {
   onBackendError?: (route: RouteConfig, error: BackendError) => void;
 }
 
-/** Long enough for a client's next request to arrive first over loopback. */
+/** How long a finished request's bookkeeping waits: long enough for a client's next request to arrive first over loopback. */
 const BOOKKEEPING_DELAY_MS = 2;
 
 const ROUTE_PATH = /^\/j\/([A-Za-z0-9_-]+)(\/.*)?$/;
@@ -68,6 +69,7 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
   const routes = new Map<string, RouteRuntime>();
   const agents = createAgents();
   let closing: Promise<void> | undefined;
+  const bookkeeping = createBookkeeping<Exchange>(BOOKKEEPING_DELAY_MS, finish);
 
   const server = createServer({ noDelay: true }, (req, res) => dispatch(req, res));
 
@@ -87,8 +89,9 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
     }
     const path = (match[2] ?? '/') + (queryAt === -1 ? '' : url.slice(queryAt));
     const exchange = createExchange(route, req, res, path);
-    const done = handleExchange(exchange)
-      .catch((error: unknown) => {
+    const handled: Promise<void> = handleExchange(exchange).then(
+      () => settle(exchange, handled),
+      (error: unknown) => {
         diagnostics.error('shim: request failed', {
           path,
           error: error instanceof Error ? error.stack : String(error),
@@ -100,20 +103,26 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
         }
         // Whatever the handler had opened towards the backend goes too.
         exchange.abandon();
-      })
-      // The log line's bookkeeping (a full parse of a fast-path body, the prompt fingerprint) waits for a timer
-      // turn of the event loop: the client's next request, and every stream's bytes, go through first; the
-      // bookkeeping then runs while the backend works on that request. Same delay for all, so lines keep order.
-      .finally(() => new Promise<void>((resolve) => setTimeout(resolve, BOOKKEEPING_DELAY_MS)))
-      .finally(() => {
-        route.inflight.delete(done);
-        try {
-          finishExchange(exchange);
-        } catch (error) {
-          diagnostics.error('shim: request bookkeeping failed', { path, error: String(error) });
-        }
+        settle(exchange, handled);
+      },
+    );
+    route.inflight.add(handled);
+  }
+
+  function settle(exchange: Exchange, handled: Promise<void>): void {
+    exchange.route.inflight.delete(handled);
+    bookkeeping.defer(exchange);
+  }
+
+  function finish(exchange: Exchange): void {
+    try {
+      finishExchange(exchange);
+    } catch (error) {
+      diagnostics.error('shim: request bookkeeping failed', {
+        path: exchange.path,
+        error: String(error),
       });
-    route.inflight.add(done);
+    }
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -176,8 +185,10 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
       close: () => {
         closed ??= (async () => {
           routes.delete(token);
-          for (const abandon of runtime.open) abandon();
+          for (const exchange of runtime.open) exchange.abandon();
           await Promise.allSettled([...runtime.inflight]);
+          // Its lines now, not after the delay: the log closes next.
+          bookkeeping.flush((exchange) => exchange.route === runtime);
           await runtime.log?.close();
         })();
         return closed;
@@ -192,8 +203,9 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
       closing ??= (async () => {
         const open = [...routes.values()];
         routes.clear();
-        for (const route of open) for (const abandon of route.open) abandon();
+        for (const route of open) for (const exchange of route.open) exchange.abandon();
         await Promise.allSettled(open.flatMap((route) => [...route.inflight]));
+        bookkeeping.flush();
         await Promise.allSettled(open.map((route) => route.log?.close() ?? Promise.resolve()));
         await new Promise<void>((resolve) => {
           server.close(() => resolve());

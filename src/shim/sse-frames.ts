@@ -68,17 +68,41 @@ export type KnownEvent =
 /** A JSON string without escapes or control characters, and a JSON integer (15 digits at most: exact). */
 const STRING = String.raw`"([^"\\\u0000-\u001f]*)"`;
 const INTEGER = String.raw`(0|[1-9]\d{0,14})`;
-const KNOWN_FORMS: Record<string, RegExp> = {
-  message_start: new RegExp(
-    String.raw`^\{"type":"message_start","message":\{"id":${STRING},"type":"message","role":"assistant","content":\[\],"model":${STRING},"stop_reason":null,"stop_sequence":null,"usage":\{"cache_read_input_tokens":${INTEGER},"input_tokens":${INTEGER},"output_tokens":${INTEGER}\}\}\}$`,
+/** The data of each known form, unanchored: knownEvent matches one event's data, UNTOUCHED_RUN a whole chunk. */
+const KNOWN_DATA = {
+  message_start: String.raw`\{"type":"message_start","message":\{"id":${STRING},"type":"message","role":"assistant","content":\[\],"model":${STRING},"stop_reason":null,"stop_sequence":null,"usage":\{"cache_read_input_tokens":${INTEGER},"input_tokens":${INTEGER},"output_tokens":${INTEGER}\}\}\}`,
+  message_delta: String.raw`\{"type":"message_delta","delta":\{"stop_reason":${STRING},"stop_sequence":null\},"usage":\{"output_tokens":${INTEGER}\}\}`,
+  content_block_start: String.raw`\{"type":"content_block_start","index":${INTEGER},"content_block":\{"type":"(text|thinking)","(text|thinking)":""\}\}`,
+  message_stop: String.raw`\{"type":"message_stop"\}`,
+};
+const KNOWN_FORMS: Record<string, RegExp> = Object.fromEntries(
+  Object.entries(KNOWN_DATA).map(([name, data]) => [name, new RegExp(`^${data}$`)]),
+);
+
+/** One whole event as llama-server frames it: `event: <name>\ndata: <data>\n\n`. */
+const framed = (name: string, data: string): string =>
+  String.raw`event: ${name}\ndata: ${data.replace(/\((?!\?)/g, '(?:')}\n\n`;
+/** A delta or block stop whose data looks like JSON at both ends, as isPlainEvent in sse.ts accepts it. */
+const PLAIN = String.raw`event: content_block_(?:delta|stop)\ndata: \{"type":"content_block_[^\n\r]*\}\n\n`;
+const AFTER_START = [
+  PLAIN,
+  framed('content_block_start', KNOWN_DATA.content_block_start),
+  framed('message_delta', KNOWN_DATA.message_delta),
+  framed('message_stop', KNOWN_DATA.message_stop),
+  String.raw`event: ping\ndata: [^\n\r]*\n\n`,
+  String.raw`:[^\n\r]*\n\n`,
+].join('|');
+
+/**
+ * A chunk of whole events, each in a form the side-reader passes on unchanged (no repair, no error, nothing held):
+ * the first chunk of a stream opens with llama-server's message_start; a later one may hold pings and comments.
+ * One native regular-expression match per chunk, so the relay can write it before reading it event by event.
+ */
+export const UNTOUCHED_RUN = {
+  first: new RegExp(
+    String.raw`^${framed('message_start', KNOWN_DATA.message_start)}(?:${AFTER_START})*$`,
   ),
-  message_delta: new RegExp(
-    String.raw`^\{"type":"message_delta","delta":\{"stop_reason":${STRING},"stop_sequence":null\},"usage":\{"output_tokens":${INTEGER}\}\}$`,
-  ),
-  content_block_start: new RegExp(
-    String.raw`^\{"type":"content_block_start","index":${INTEGER},"content_block":\{"type":"(text|thinking)","(text|thinking)":""\}\}$`,
-  ),
-  message_stop: /^\{"type":"message_stop"\}$/,
+  later: new RegExp(String.raw`^(?:${AFTER_START})+$`),
 };
 
 /**

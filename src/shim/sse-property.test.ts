@@ -13,8 +13,8 @@ const capture = (name: string): string => {
 const PLAIN = capture('A12-messages-plain-stream.json');
 
 /** Splits `text` at the given cut points (any byte offsets). */
-function split(text: string, cuts: number[]): Buffer[] {
-  const bytes = Buffer.from(text);
+function split(text: string | Buffer, cuts: number[]): Buffer[] {
+  const bytes = Buffer.isBuffer(text) ? text : Buffer.from(text);
   const points = [...new Set(cuts.map((cut) => cut % (bytes.length + 1)))].sort((a, b) => a - b);
   const chunks: Buffer[] = [];
   let from = 0;
@@ -155,5 +155,91 @@ describe('createSseProcessor on llama-server’s own event forms', () => {
       stopReason: 'max_tokens',
       sawMessageStop: true,
     });
+  });
+});
+
+/** llama-server's own forms (fixture A12), which a chunk of whole events may hold and still be passed on unread. */
+const LLAMA_START =
+  'event: message_start\ndata: {"type":"message_start","message":{"id":"c1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null,"usage":{"cache_read_input_tokens":3,"input_tokens":9,"output_tokens":0}}}\n\n';
+const LLAMA_EVENT = fc.oneof(
+  fc.constant(
+    'event: content_block_start\ndata: {"type":"content_block_start","index":1,"content_block":{"type":"thinking","thinking":""}}\n\n',
+  ),
+  fc.constant(
+    'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"é ✓"}}\n\n',
+  ),
+  fc.constant(
+    'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":7}}\n\n',
+  ),
+  fc.constant('event: message_stop\ndata: {"type":"message_stop"}\n\n'),
+  fc.constant(
+    'event: content_block_start\ndata: {"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"t","name":"Read"}}\n\n',
+  ),
+  EVENT,
+);
+
+/** Fed a byte at a time: no chunk is ever a run of whole events, so every byte is read on arrival. */
+function relayByteByByte(stream: Buffer): ReturnType<typeof relay> {
+  return relay([...stream].map((byte) => Buffer.from([byte])));
+}
+
+describe('createSseProcessor reading whole chunks of known events later (UNTOUCHED_RUN)', () => {
+  it('gives the bytes, summary and ending that reading every byte on arrival gives, however the stream is cut', () => {
+    const stable = (text: string): string => text.replace(/msg_shim_\w+/g, 'msg_shim_ID');
+    fc.assert(
+      fc.property(
+        fc.array(LLAMA_EVENT, { maxLength: 25 }),
+        fc.array(fc.nat(), { maxLength: 12 }),
+        (events, cuts) => {
+          const stream = Buffer.from(LLAMA_START + events.join(''));
+          const read = relayByteByByte(stream);
+          const cut = relay(split(stream, cuts));
+          const ending = cut.processor.ending();
+          expect(stable(cut.out)).toBe(stable(read.out));
+          const { summary } = read.processor;
+          expect(ending).toEqual({
+            sawEvents: summary.events > 0,
+            sawMessageStop: summary.sawMessageStop,
+            failed: summary.error !== undefined || summary.truncated !== undefined,
+          });
+          expect({ ...cut.processor.summary, malformed: undefined }).toEqual({
+            ...summary,
+            malformed: undefined,
+          });
+          expect(cut.processor.summary.malformed?.count).toBe(summary.malformed?.count);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('passes a whole chunk of llama-server events on as the very buffer it came in, and reads it when asked', () => {
+    const processor = createSseProcessor({ model: 'q', holdLeadingError: () => true });
+    const chunk = Buffer.from(PLAIN);
+    expect(processor.push(chunk).out).toBe(chunk);
+    expect(processor.ending()).toEqual({ sawEvents: true, sawMessageStop: true, failed: false });
+    expect(processor.summary).toMatchObject({ sawMessageStop: true, stopReason: 'max_tokens' });
+    expect(processor.summary.events).toBeGreaterThan(3);
+  });
+
+  it.each([
+    [
+      'a tool_use block without input (repaired)',
+      'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"Read"}}\n\n',
+    ],
+    [
+      'an error event (translated)',
+      'event: error\ndata: {"code":500,"message":"boom","type":"server_error"}\n\n',
+    ],
+    ['vLLM’s [DONE] (dropped)', 'data: [DONE]\n\n'],
+    [
+      'a CRLF line end (normalised)',
+      'event: message_stop\r\ndata: {"type":"message_stop"}\r\n\r\n',
+    ],
+    ['a half event (held for the next chunk)', 'event: message_stop\ndata: {"type":"mess'],
+  ])('reads a chunk on arrival when it holds %s', (_name, tail) => {
+    const processor = createSseProcessor({ model: 'q', holdLeadingError: () => false });
+    const chunk = Buffer.from(LLAMA_START + tail);
+    expect(processor.push(chunk).out).not.toBe(chunk);
   });
 });

@@ -10,6 +10,7 @@ import {
   parseJson,
   SEPARATOR,
   startsWithAt,
+  UNTOUCHED_RUN,
   type KnownEvent,
 } from './sse-frames.js';
 
@@ -66,7 +67,20 @@ export interface SseProcessor {
   push(chunk: Buffer): SsePush;
   /** What is left when the backend ends the stream (an unterminated last event), passed on as it is. */
   flush(): Buffer | undefined;
+  /**
+   * How the stream stands at its end, for what to send last: answered without reading the chunks whose reading
+   * was put off (push), so the end goes out first and the summary is read after it.
+   */
+  ending(): StreamEnding;
+  /** Everything read so far: reading it first catches up on the chunks whose reading was put off. */
   readonly summary: StreamSummary;
+}
+
+export interface StreamEnding {
+  sawEvents: boolean;
+  sawMessageStop: boolean;
+  /** An error event was translated or the prompt was found truncated: the stream already ends in an error. */
+  failed: boolean;
 }
 
 export interface SseProcessorOptions {
@@ -94,13 +108,26 @@ export interface SseProcessorOptions {
   promptTokens?: number;
 }
 
+function endsWithSeparator(chunk: Buffer): boolean {
+  return chunk[chunk.length - 1] === 0x0a && chunk[chunk.length - 2] === 0x0a;
+}
+
 /** The events that make up almost all of a stream and never need a look: counted and passed on untouched. */
-const PLAIN_EVENTS = [
-  'event: content_block_delta\n',
-  'event: content_block_stop\n',
-  'event:content_block_delta\n',
-  'event:content_block_stop\n',
-].map((text) => Buffer.from(text));
+const EVENT_FIELD = Buffer.from('event:');
+const PLAIN_NAMES = [Buffer.from('content_block_delta\n'), Buffer.from('content_block_stop\n')];
+
+/** The length of a plain event's first line (`event: content_block_delta\n`, with or without the space), or 0. */
+function plainNameLineLength(data: Buffer, at: number): number {
+  if (!startsWithAt(data, at, EVENT_FIELD)) return 0;
+  const name = at + EVENT_FIELD.length + (data[at + EVENT_FIELD.length] === 0x20 ? 1 : 0);
+  // Indexed, not `find` with a callback: this runs for every event of a stream's first chunk, in code too
+  // short-lived for V8 to optimise.
+  for (let index = 0; index < PLAIN_NAMES.length; index++) {
+    const candidate = PLAIN_NAMES[index];
+    if (candidate && startsWithAt(data, name, candidate)) return name + candidate.length - at;
+  }
+  return 0;
+}
 
 /**
  * How many events a run of complete events holds when every one is a plain delta or block stop; undefined as
@@ -124,8 +151,8 @@ export function countPlainEvents(complete: Buffer): number | undefined {
  * passed on without a parse, by the fast path and the slow path alike, so a chunk's cut never changes the verdict.
  */
 function isPlainEvent(data: Buffer, at: number, end: number): boolean {
-  const prefix = PLAIN_EVENTS.find((candidate) => startsWithAt(data, at, candidate));
-  return prefix !== undefined && looksLikeJsonData(data, at + prefix.length, end);
+  const nameLine = plainNameLineLength(data, at);
+  return nameLine > 0 && looksLikeJsonData(data, at + nameLine, end);
 }
 
 /**
@@ -186,6 +213,16 @@ export function replaceStartPromptTokens(held: Buffer, promptTokens: number): Bu
 }
 
 export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
+  /**
+   * Chunks passed on as they came, not yet read: a chunk of whole events in forms that are never changed
+   * (UNTOUCHED_RUN, one native match) goes out at once and is read later, off the path from the backend to the
+   * client — by the next chunk that needs a look, the summary's first reader, or catchUp. Reading it then is the
+   * same as reading it on arrival: nothing is rewritten and nothing before it is waiting. Off when the options
+   * make message_start or message_delta rewritable.
+   */
+  const unread: Buffer[] = [];
+  let unreadStop = false;
+  const canDefer = options.promptTokens === undefined && options.verifyInputTokens === undefined;
   let pending: Buffer | undefined;
   let started = false;
   let sawMessageStart = false;
@@ -351,7 +388,43 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     return undefined;
   }
 
+  /** The chunk can go out unread (see `unread`): true when it has been queued for reading later. */
+  function putOff(chunk: Buffer): boolean {
+    const text = chunk.toString('latin1');
+    const run = sawMessageStart || unread.length > 0 ? UNTOUCHED_RUN.later : UNTOUCHED_RUN.first;
+    if (!run.test(text)) return false;
+    unread.push(chunk);
+    if (text.includes('event: message_stop\n')) unreadStop = true;
+    return true;
+  }
+
+  function catchUp(): void {
+    if (unread.length === 0) return;
+    const chunks = unread.splice(0);
+    unreadStop = false;
+    for (const chunk of chunks) read(chunk);
+  }
+
   function push(chunk: Buffer): SsePush {
+    // Only a chunk of whole events, with none before it waiting for its end, can skip the general reader.
+    if (canDefer && !halted && pending === undefined && endsWithSeparator(chunk)) {
+      // After message_start, a run of plain deltas is counted as read() counts it, and nothing waits: the
+      // events already put off can only be counted, not changed, by the deltas after them.
+      if ((sawMessageStart || unread.length > 0) && !chunk.includes(0x0d)) {
+        const plain = countPlainEvents(chunk);
+        if (plain !== undefined) {
+          summary.events += plain;
+          started = true;
+          return { out: chunk };
+        }
+      }
+      if (putOff(chunk)) return { out: chunk };
+    }
+    catchUp();
+    return read(chunk);
+  }
+
+  function read(chunk: Buffer): SsePush {
     if (halted) return { out: undefined };
     let data = pending ? Buffer.concat([pending, chunk]) : chunk;
     // SSE allows CRLF; both backends send LF, so this rare path may copy.
@@ -436,10 +509,22 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
   return {
     push,
     flush() {
+      // A chunk was put off only with nothing pending, and nothing is pending after one: no need to catch up.
       const rest = pending;
       pending = undefined;
       return halted ? undefined : rest;
     },
-    summary,
+    ending() {
+      // Put-off chunks hold events and no error; the rest of the summary is current.
+      return {
+        sawEvents: summary.events > 0 || unread.length > 0,
+        sawMessageStop: summary.sawMessageStop || unreadStop,
+        failed: summary.error !== undefined || summary.truncated !== undefined,
+      };
+    },
+    get summary() {
+      catchUp();
+      return summary;
+    },
   };
 }

@@ -5,6 +5,14 @@ import { classifyConnectError } from '../connect-errors.js';
 /** How to reach one backend: its base URL split once, the key to send, the pooled agents. */
 export interface Upstream {
   url: URL;
+  /** What http.request needs of the URL, read once: a URL's getters build a string on every read. */
+  target: {
+    send: typeof http.request;
+    protocol: string;
+    hostname: string;
+    port: string | number;
+    agent: http.Agent;
+  };
   /** Path prefix of the base URL, without a trailing slash or `/v1` (Claude Code's paths carry `/v1`). */
   prefix: string;
   apiKey: string | undefined;
@@ -43,7 +51,15 @@ export function createUpstream(
     url.username === '' && url.password === ''
       ? undefined
       : `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
-  return { url, prefix, apiKey, basicAuth, agents };
+  const secure = url.protocol === 'https:';
+  const target = {
+    send: secure ? https.request : http.request,
+    protocol: url.protocol,
+    hostname: url.hostname,
+    port: url.port || (secure ? 443 : 80),
+    agent: secure ? agents.https : agents.http,
+  };
+  return { url, target, prefix, apiKey, basicAuth, agents };
 }
 
 /** RFC 9110 §7.6.1 hop-by-hop headers, plus what the shim itself sets or must not pass on. */
@@ -94,31 +110,43 @@ export interface Cancellation {
   onCancel(stop: () => void): () => void;
 }
 
-/** A Cancellation and the function that cancels it (once; later calls do nothing). */
-export function createCancellation(): { cancellation: Cancellation; cancel: () => void } {
-  const stops = new Set<() => void>();
-  let cancelled = false;
-  return {
-    cancellation: {
-      get cancelled() {
-        return cancelled;
-      },
-      onCancel(stop) {
-        if (cancelled) {
-          stop();
-          return () => undefined;
-        }
-        stops.add(stop);
-        return () => stops.delete(stop);
-      },
-    },
-    cancel: () => {
-      if (cancelled) return;
-      cancelled = true;
-      for (const stop of stops) stop();
-      stops.clear();
-    },
-  };
+/** A Cancellation and the means to cancel it (once; later calls do nothing). */
+export interface CancellationSource extends Cancellation {
+  cancel(): void;
+}
+
+interface CancellationState extends CancellationSource {
+  cancelled: boolean;
+  /** Most requests never subscribe more than their one backend request. */
+  stops: Set<() => void> | undefined;
+}
+
+const NOTHING_TO_UNSUBSCRIBE = (): void => undefined;
+
+function onCancel(this: CancellationState, stop: () => void): () => void {
+  if (this.cancelled) {
+    stop();
+    return NOTHING_TO_UNSUBSCRIBE;
+  }
+  const stops = (this.stops ??= new Set());
+  stops.add(stop);
+  return () => stops.delete(stop);
+}
+
+function cancel(this: CancellationState): void {
+  if (this.cancelled) return;
+  this.cancelled = true;
+  if (this.stops) for (const stop of this.stops) stop();
+  this.stops = undefined;
+}
+
+/**
+ * One is made for every request: a plain object whose methods are shared, not closures over a literal with a
+ * getter (a literal's accessor is defined through the runtime each time it is evaluated).
+ */
+export function createCancellation(): CancellationSource {
+  const state: CancellationState = { cancelled: false, stops: undefined, onCancel, cancel };
+  return state;
 }
 
 export interface UpstreamRequest {
@@ -134,6 +162,11 @@ export interface UpstreamRequest {
 export interface OpenedRequest {
   outgoing: http.ClientRequest;
   response: Promise<IncomingMessage>;
+  /**
+   * Told of the answer's head as it arrives, before `response` settles: whoever acts on it there (a stream relay
+   * attaching) saves the turns of the event loop an awaited promise takes. Set before the head can arrive.
+   */
+  onHead: ((upstream: IncomingMessage) => void) | undefined;
   /** Drops a request whose body was not finished: the backend never sees a complete request. */
   abandon(): void;
 }
@@ -142,33 +175,50 @@ export function openUpstream(
   upstream: Upstream,
   request: Omit<UpstreamRequest, 'body'>,
 ): OpenedRequest {
-  const secure = upstream.url.protocol === 'https:';
-  const send = secure ? https.request : http.request;
-  const outgoing = send({
-    protocol: upstream.url.protocol,
-    hostname: upstream.url.hostname,
-    port: upstream.url.port || (secure ? 443 : 80),
+  const { target } = upstream;
+  const outgoing = target.send({
+    protocol: target.protocol,
+    hostname: target.hostname,
+    port: target.port,
     method: request.method,
     path: upstream.prefix + request.path,
     headers: request.headers,
-    agent: secure ? upstream.agents.https : upstream.agents.http,
+    agent: target.agent,
   });
   const unsubscribe = request.cancellation.onCancel(() => outgoing.destroy());
-  outgoing.once('close', unsubscribe);
-  const response = new Promise<IncomingMessage>((resolve, reject) => {
-    outgoing.once('response', resolve);
-    // `on`, not `once`: a request opened early can fail again when its body is written after a connect error.
-    outgoing.on('error', reject);
-  });
-  response.catch(() => undefined);
-  return { outgoing, response, abandon: () => outgoing.destroy() };
+  outgoing.on('close', unsubscribe);
+  const opened: OpenedRequest = {
+    outgoing,
+    response: new Promise<IncomingMessage>((resolve, reject) => {
+      outgoing.on('response', (answer) => {
+        try {
+          opened.onHead?.(answer);
+        } finally {
+          resolve(answer);
+        }
+      });
+      // `on`, not `once`: a request opened early can fail again when its body is written after a connect error.
+      outgoing.on('error', reject);
+    }),
+    onHead: undefined,
+    abandon: () => outgoing.destroy(),
+  };
+  opened.response.catch(() => undefined);
+  return opened;
 }
 
 /** Sends the whole body on a request opened before its body was known (nothing written on it yet). */
-export function sendOn(opened: OpenedRequest, body: Buffer): Promise<IncomingMessage> {
+export function sendOn(opened: OpenedRequest, body: Buffer): OpenedRequest {
   opened.outgoing.setHeader('content-length', body.length);
   opened.outgoing.end(body);
-  return opened.response;
+  return opened;
+}
+
+/** Opens a request and sends its whole body; the caller awaits `response` (rejects on connect/socket errors). */
+export function sendUpstream(upstream: Upstream, request: UpstreamRequest): OpenedRequest {
+  const opened = openUpstream(upstream, request);
+  opened.outgoing.end(request.body);
+  return opened;
 }
 
 /** Resolves with the response head; the body is the caller's to stream. Rejects on connect/socket errors. */
@@ -176,9 +226,7 @@ export function requestUpstream(
   upstream: Upstream,
   request: UpstreamRequest,
 ): Promise<IncomingMessage> {
-  const opened = openUpstream(upstream, request);
-  opened.outgoing.end(request.body);
-  return opened.response;
+  return sendUpstream(upstream, request).response;
 }
 
 /** A whole (small) body: error answers, count_tokens. Capped so a misbehaving backend cannot fill memory. */
