@@ -166,6 +166,7 @@ async function attempt(
   let failedAtHead: Error | undefined;
   try {
     const request = backendRequest(exchange, method, body, opened);
+    route.whileBackendWorks();
     request.onHead = (answer) => {
       noted = true;
       try {

@@ -82,6 +82,8 @@ export interface RouteRuntime {
   /** A backend that cuts oversize prompts silently (Ollama): its prompts are sized and its counts checked. */
   guard: TruncationGuard | undefined;
   stats: RouteStats;
+  /** Called once a request has gone to the backend: the shim's deferred work can run while the backend works. */
+  whileBackendWorks: () => void;
   keepaliveMs: number;
   diagnostics: Diagnostics;
   /** Told about every backend error the route translated (ShimOptions.onBackendError). */

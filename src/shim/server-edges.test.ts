@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { createServer, type RequestListener } from 'node:http';
+import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { messagesBody } from '../../test/support/messages-body.js';
@@ -35,8 +36,8 @@ async function withEmulator(options: EmulatorOptions = {}, config: Partial<Route
   return { emu, ...(await routeTo(emu.url, config)) };
 }
 
-/** A hand-written backend for answers the emulator does not give (timed errors, a vLLM without count_tokens). */
-async function fakeBackend(handler: RequestListener) {
+/** A hand-written backend on 127.0.0.1, closed after the test. */
+async function listenBackend(handler: RequestListener) {
   const server = createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   cleanup.push(
@@ -48,7 +49,12 @@ async function fakeBackend(handler: RequestListener) {
   );
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('no port');
-  return `http://127.0.0.1:${address.port}`;
+  return { url: `http://127.0.0.1:${address.port}`, server };
+}
+
+/** A hand-written backend for answers the emulator does not give (timed errors, a vLLM without count_tokens). */
+async function fakeBackend(handler: RequestListener) {
+  return (await listenBackend(handler)).url;
 }
 
 const body = messagesBody;
@@ -441,5 +447,110 @@ describe('createShim onBackendError', () => {
     const response = await post(route, body());
     expect(response.status).toBe(529);
     expect(await response.text()).toContain('overloaded_error');
+  });
+});
+
+describe('createShim opening a route’s next request ahead of need', () => {
+  /** A backend that answers every request with a small JSON message and tracks its open connections. */
+  async function countingBackend() {
+    const open = new Set<Socket>();
+    const paths: string[] = [];
+    const { url, server } = await listenBackend((req, res) => {
+      paths.push(req.url ?? '');
+      req.resume();
+      req.on('end', () => {
+        const answer = JSON.stringify({
+          id: 'm',
+          type: 'message',
+          role: 'assistant',
+          content: [{ type: 'text', text: 'ok' }],
+          model: 'qwen-test',
+          stop_reason: 'end_turn',
+          usage: { input_tokens: 1, output_tokens: 1 },
+        });
+        res.writeHead(200, { 'content-type': 'application/json' }).end(answer);
+      });
+    });
+    server.on('connection', (socket: Socket) => {
+      open.add(socket);
+      socket.on('close', () => open.delete(socket));
+    });
+    return { url, server, open, paths };
+  }
+
+  const ask = (route: ShimRoute) => post(route, body({ stream: false }));
+
+  it('answers the next request after the backend closed the idle connection the spare waited on', async () => {
+    const backend = await countingBackend();
+    const { route } = await routeTo(backend.url);
+    expect((await ask(route)).status).toBe(200);
+    // The spare is opened on the freed connection a turn after the answer; then the backend drops it.
+    await waitFor(() => backend.open.size === 1, { what: 'the answer’s connection kept open' });
+    backend.server.closeIdleConnections();
+    await waitFor(() => backend.open.size === 0, { what: 'the backend to close the connection' });
+    const again = await ask(route);
+    expect(again.status).toBe(200);
+    expect(((await again.json()) as { content: unknown[] }).content).toHaveLength(1);
+    expect(backend.paths).toEqual(['/v1/messages?beta=true', '/v1/messages?beta=true']);
+  });
+
+  it('sends a request for another path the usual way and keeps the spare for the next message', async () => {
+    const backend = await countingBackend();
+    const { route } = await routeTo(backend.url);
+    expect((await ask(route)).status).toBe(200);
+    const counted = await fetch(`${route.baseUrl}/v1/messages/count_tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: body({}),
+    });
+    expect(counted.status).toBe(200);
+    expect((await ask(route)).status).toBe(200);
+    expect(backend.paths).toEqual([
+      '/v1/messages?beta=true',
+      '/v1/messages/count_tokens',
+      '/v1/messages?beta=true',
+    ]);
+  });
+
+  it('leaves no connection of a closed route behind: routes one after another hold one at most', async () => {
+    const backend = await countingBackend();
+    const shim = await createShim();
+    cleanup.push(() => shim.close());
+    for (let index = 0; index < 5; index++) {
+      const route = shim.addRoute({
+        backendUrl: backend.url,
+        backend: 'llama.cpp',
+        servedId: 'qwen-test',
+      });
+      expect((await ask(route)).status).toBe(200);
+      await route.close();
+      expect(backend.open.size).toBeLessThanOrEqual(1);
+    }
+  });
+});
+
+describe('createShim bookkeeping', () => {
+  it('counts a finished request once the next one has gone to the backend, not before, and not after its answer', async () => {
+    const emu = await startEmulator({ nCtx: 65536 });
+    cleanup.push(() => emu.close());
+    // A quiet period longer than the test: only the next request's send can trigger the bookkeeping.
+    const shim = await createShim({ bookkeepingQuietMs: 600_000 });
+    cleanup.push(() => shim.close());
+    const route = shim.addRoute({
+      backendUrl: emu.url,
+      backend: 'llama.cpp',
+      servedId: 'qwen-test',
+    });
+    const first = await post(route, body({ stream: true }));
+    await first.text();
+    expect(route.stats().requests).toBe(0);
+    emu.injectFaults([{ kind: 'hold' }]);
+    const second = post(route, body({ stream: true }));
+    await waitFor(() => emu.heldRequests() === 1, { what: 'the second request held' });
+    await waitFor(() => route.stats().requests === 1, { what: 'the first request counted' });
+    emu.releaseHolds();
+    await (await second).text();
+    await route.close();
+    expect(route.stats().requests).toBe(2);
   });
 });

@@ -19,7 +19,7 @@ import {
 } from './route.js';
 import { createToolListCache } from './tool-list.js';
 import { createTruncationGuard, type TruncationGuard } from './truncation-guard.js';
-import { createAgents, createUpstream, destroyAgents } from './upstream.js';
+import { closeUpstream, createAgents, createUpstream, destroyAgents } from './upstream.js';
 
 export interface ShimRoute {
   token: string;
@@ -47,10 +47,16 @@ export interface ShimOptions {
    * what no probe shows (an llama.cpp `Context size has been exceeded.` proves its KV cache is unified).
    */
   onBackendError?: (route: RouteConfig, error: BackendError) => void;
+  /** How long a finished request's bookkeeping waits when no other request goes to a backend (default 50 ms). */
+  bookkeepingQuietMs?: number;
 }
 
-/** How long a finished request's bookkeeping waits: long enough for a client's next request to arrive first over loopback. */
-const BOOKKEEPING_DELAY_MS = 2;
+/**
+ * A finished request's bookkeeping runs as soon as the shim has sent another request to a backend (it then waits
+ * for that backend, and the client for the shim), or after this much quiet: never on the way between the client's
+ * next request and its backend, whoever serves it.
+ */
+const BOOKKEEPING_QUIET_MS = 50;
 
 const ROUTE_PATH = /^\/j\/([A-Za-z0-9_-]+)(\/.*)?$/;
 
@@ -69,7 +75,20 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
   const routes = new Map<string, RouteRuntime>();
   const agents = createAgents();
   let closing: Promise<void> | undefined;
-  const bookkeeping = createBookkeeping<Exchange>(BOOKKEEPING_DELAY_MS, finish);
+  const bookkeeping = createBookkeeping<Exchange>(
+    options.bookkeepingQuietMs ?? BOOKKEEPING_QUIET_MS,
+    finish,
+  );
+  let catchingUp = false;
+  /** A request has gone to a backend: what waits for bookkeeping runs once this turn's I/O is done. */
+  const whileBackendWorks = (): void => {
+    if (catchingUp) return;
+    catchingUp = true;
+    setImmediate(() => {
+      catchingUp = false;
+      bookkeeping.flush();
+    });
+  };
 
   const server = createServer({ noDelay: true }, (req, res) => dispatch(req, res));
 
@@ -161,6 +180,7 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
       toolLists: createToolListCache(),
       guard: truncationGuardFor(config),
       stats: emptyStats(),
+      whileBackendWorks,
       keepaliveMs: config.keepaliveMs ?? DEFAULT_KEEPALIVE_MS,
       diagnostics,
       onBackendError: (error) => {
@@ -185,6 +205,7 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
       close: () => {
         closed ??= (async () => {
           routes.delete(token);
+          closeUpstream(runtime.upstream);
           for (const exchange of runtime.open) exchange.abandon();
           await Promise.allSettled([...runtime.inflight]);
           // Its lines now, not after the delay: the log closes next.
@@ -203,6 +224,7 @@ export async function createShim(options: ShimOptions = {}): Promise<Shim> {
       closing ??= (async () => {
         const open = [...routes.values()];
         routes.clear();
+        for (const route of open) closeUpstream(route.upstream);
         for (const route of open) for (const exchange of route.open) exchange.abandon();
         await Promise.allSettled(open.flatMap((route) => [...route.inflight]));
         bookkeeping.flush();

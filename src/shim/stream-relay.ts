@@ -33,7 +33,7 @@ export interface StreamRelay {
 }
 
 /**
- * Relays a backend's 200 event stream chunk by chunk. The client's head is held until the first event or the
+ * Relays a backend's 200 event stream a backend read at a time. The client's head is held until the first event or the
  * shim's first ping, so an error that is the stream's first event (llama.cpp unified-KV exhaustion, fixture C21)
  * still becomes an HTTP error Claude Code acts on, e.g. the `prompt is too long` it compacts on. Backend silence
  * longer than keepaliveMs gets an `event: ping` (Claude Code drops a stream silent for 300 s); that commits the
