@@ -391,10 +391,24 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
   /** The chunk can go out unread (see `unread`): true when it has been queued for reading later. */
   function putOff(chunk: Buffer): boolean {
     const text = chunk.toString('latin1');
-    const run = sawMessageStart || unread.length > 0 ? UNTOUCHED_RUN.later : UNTOUCHED_RUN.first;
+    const run = startSeen() ? UNTOUCHED_RUN.later : UNTOUCHED_RUN.first;
     if (!run.test(text)) return false;
     unread.push(chunk);
     if (text.includes('event: message_stop\n')) unreadStop = true;
+    return true;
+  }
+
+  /** message_start has been read, or is in a chunk put off (the first one put off always opens with it). */
+  function startSeen(): boolean {
+    return sawMessageStart || unread.length > 0;
+  }
+
+  /** Counts `complete` as read() does when it is a run of plain deltas and block stops; false when it is not. */
+  function countedAsPlain(complete: Buffer): boolean {
+    const plain = countPlainEvents(complete);
+    if (plain === undefined) return false;
+    summary.events += plain;
+    started = true;
     return true;
   }
 
@@ -410,14 +424,7 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     if (canDefer && !halted && pending === undefined && endsWithSeparator(chunk)) {
       // After message_start, a run of plain deltas is counted as read() counts it, and nothing waits: the
       // events already put off can only be counted, not changed, by the deltas after them.
-      if ((sawMessageStart || unread.length > 0) && !chunk.includes(0x0d)) {
-        const plain = countPlainEvents(chunk);
-        if (plain !== undefined) {
-          summary.events += plain;
-          started = true;
-          return { out: chunk };
-        }
-      }
+      if (startSeen() && !chunk.includes(0x0d) && countedAsPlain(chunk)) return { out: chunk };
       if (putOff(chunk)) return { out: chunk };
     }
     catchUp();
@@ -447,12 +454,7 @@ export function createSseProcessor(options: SseProcessorOptions): SseProcessor {
     pending = rest.length > 0 || carry ? Buffer.concat(carry ? [rest, carry] : [rest]) : undefined;
     const complete = data.subarray(0, completeEnd);
     // Most chunks hold only content_block_delta/stop events: counted, passed on, nothing parsed.
-    const plain = sawMessageStart ? countPlainEvents(complete) : undefined;
-    if (plain !== undefined) {
-      summary.events += plain;
-      started = true;
-      return { out: complete };
-    }
+    if (sawMessageStart && countedAsPlain(complete)) return { out: complete };
     // Built only once an event is replaced, dropped or preceded by one made here: until then the output is the
     // input's bytes, and none of the events in between is copied or even cut out of it.
     let pieces: Buffer[] | undefined;

@@ -30,8 +30,6 @@ interface SpareRequest {
   method: string;
   path: string;
   opened: OpenedRequest;
-  /** Its connection failed while it waited (the backend closed an idle keep-alive connection): not usable. */
-  failed: boolean;
 }
 
 export interface Agents {
@@ -212,7 +210,8 @@ function takeSpare(
   if (!spare || spare.method !== request.method || spare.path !== request.path) return undefined;
   upstream.spare = undefined;
   const { outgoing } = spare.opened;
-  if (spare.failed || outgoing.destroyed) {
+  // Its connection went while it waited, in a turn that has not run its 'close' yet.
+  if (outgoing.destroyed) {
     outgoing.destroy();
     return undefined;
   }
@@ -270,16 +269,14 @@ function isMessages(method: string, path: string): boolean {
 function openSpare(upstream: Upstream, method: string, path: string): void {
   if (upstream.closed || upstream.spare) return;
   const opened = openRequest(upstream, method, path, {});
-  const spare: SpareRequest = { method, path, opened, failed: false };
-  const fail = (): void => {
-    spare.failed = true;
+  const spare: SpareRequest = { method, path, opened };
+  // A spare whose connection fails while it waits (the backend closed an idle keep-alive connection) is dropped;
+  // once taken, its errors are the request's to handle.
+  const drop = (): void => {
     if (upstream.spare === spare) upstream.spare = undefined;
   };
-  // Only while it waits: once taken, its errors are the request's to handle.
-  opened.response.catch(fail);
-  opened.outgoing.on('close', () => {
-    if (upstream.spare === spare) fail();
-  });
+  opened.response.catch(drop);
+  opened.outgoing.on('close', drop);
   upstream.spare = spare;
 }
 
